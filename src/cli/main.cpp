@@ -1,0 +1,38 @@
+// moelab: one binary, one subcommand per job. Exit codes: 0 ok, 2 bad usage,
+// config or input, 1 internal failure. Under mpirun a failure on any rank ends
+// every rank, so no rank is left waiting in a collective.
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/mpi_session.h"
+
+int main(int argc, char** argv) {
+  moelab::MpiSession mpi(&argc, &argv);
+  moelab::init_logging(moelab::MpiSession::rank());
+
+  CLI::App app{"moelab: train and compare dense and mixture-of-experts language models"};
+  app.require_subcommand(1);
+  moelab::add_config_command(app);
+  moelab::add_params_command(app);
+  moelab::add_prep_command(app);
+  moelab::add_train_command(app);
+  moelab::add_eval_command(app);
+
+  int code = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    code = app.exit(e);
+    if (code != 0) code = 2;
+  } catch (const moelab::InputError& e) {
+    spdlog::error("{}", e.what());
+    code = 2;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    code = 1;
+  }
+  if (code != 0 && moelab::MpiSession::size() > 1) moelab::MpiSession::abort(code);
+  return code;
+}

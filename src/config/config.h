@@ -1,0 +1,115 @@
+// Typed run configuration. Every field has a default; the TOML schema that fills
+// these structs (names, types, allowed ranges) lives in schema.cpp, so the
+// struct and its validation stay in one obvious place.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace moelab {
+
+struct ModelConfig {
+  int64_t vocab_size = 4096;  // must match the dataset's tokenizer
+  int64_t d_model = 256;
+  int64_t n_layers = 4;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 0;  // 0 = n_heads (plain multi-head); fewer = grouped-query
+  int64_t d_ff = 1024;     // dense SwiGLU hidden width
+  int64_t seq_len = 256;
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+  bool tie_embeddings = false;
+  double init_std = 0.02;
+  bool scaled_residual_init = true;  // output projections get std / sqrt(2 * n_layers)
+};
+
+struct MoeConfig {
+  bool enabled = false;
+  int64_t num_experts = 4;
+  int64_t top_k = 2;
+  int64_t d_expert = 512;
+  int64_t num_shared_experts = 0;
+  std::string gate = "topk_softmax";  // "topk_softmax" (Mixtral) | "softmax_renorm"
+  double capacity_factor = 0.0;       // 0 = dropless
+  double aux_loss_coef = 0.01;        // Switch load-balancing alpha
+  double z_loss_coef = 0.001;         // router z-loss beta
+  std::string stats = "global";       // "global" | "micro_batch" load-balance statistics
+};
+
+struct DataConfig {
+  std::string dir = "";  // prepared dataset folder (holds train/ and val/)
+  std::string train_split = "train";
+  std::string val_split = "val";
+  int64_t prefetch = 4;  // batches read ahead on the loader thread
+};
+
+struct TrainConfig {
+  int64_t seed = 0;
+  std::string device = "cpu";      // "cpu" | "cuda"
+  std::string precision = "bf16";  // "fp32" | "bf16"
+  int64_t max_steps = 1000;
+  int64_t batch_seqs = 16;         // global batch in sequences (used when batch_tokens = 0)
+  int64_t batch_tokens = 0;        // global batch in tokens; overrides batch_seqs when > 0
+  int64_t micro_batch_seqs = 0;    // per-rank micro batch; 0 = whole local batch at once
+  int64_t threads = 0;             // intra-op threads per rank; 0 = leave LibTorch's default
+  int64_t max_nonfinite_steps = 5; // stop after this many non-finite losses in a row
+  std::string out_dir = "runs/default";
+};
+
+struct OptimConfig {
+  double lr = 3e-3;
+  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio
+  int64_t warmup_steps = 100;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 = no clipping
+};
+
+struct ParallelConfig {
+  int64_t ep = 1;                // expert-parallel group size
+  std::string backend = "auto";  // "auto" | "mpi" | "nccl"
+};
+
+struct EvalConfig {
+  int64_t interval = 100;   // steps between validations (0 = only at the end)
+  int64_t max_windows = 0;  // 0 = the whole validation split
+  int64_t batch_seqs = 16;
+};
+
+struct LogConfig {
+  int64_t interval = 10;           // steps between metrics.jsonl lines
+  std::string progress = "auto";   // "auto" | "bar" | "plain" | "off"
+  std::string level = "info";      // "debug" | "info" | "warn" | "error"
+};
+
+struct CheckpointConfig {
+  int64_t interval = 0;        // steps between checkpoints (0 = only at the end)
+  int64_t keep = 2;            // newest checkpoints kept
+  std::string resume = "none"; // "none" | "auto" | path of a checkpoint folder
+};
+
+struct Config {
+  ModelConfig model;
+  MoeConfig moe;
+  DataConfig data;
+  TrainConfig train;
+  OptimConfig optim;
+  ParallelConfig parallel;
+  EvalConfig eval;
+  LogConfig log;
+  CheckpointConfig checkpoint;
+
+  // Where the values came from, for messages: a file path or "<defaults>", and
+  // for each key set explicitly, "file:line:col" or "--set key=value".
+  std::string source = "<defaults>";
+  std::map<std::string, std::string> origin;
+
+  int64_t kv_heads() const { return model.n_kv_heads > 0 ? model.n_kv_heads : model.n_heads; }
+  int64_t head_dim() const { return model.d_model / model.n_heads; }
+};
+
+}  // namespace moelab

@@ -1,0 +1,278 @@
+#include "config/load.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "config/schema.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+std::string where(const toml::source_region& r, const std::string& source) {
+  return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
+}
+
+std::string describe(const toml::node& n) {
+  std::ostringstream os;
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: os << "string "; break;
+    case toml::node_type::integer: os << "integer "; break;
+    case toml::node_type::floating_point: os << "float "; break;
+    case toml::node_type::boolean: os << "boolean "; break;
+    default: os << "date/time "; break;
+  }
+  n.visit([&](auto&& v) {
+    if constexpr (toml::is_value<decltype(v)>) os << v;
+  });
+  return os.str();
+}
+
+Field* find_field(std::vector<Field>& fields, const std::string& key) {
+  for (auto& f : fields)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> all_keys(std::vector<Field>& fields) {
+  std::vector<std::string> keys;
+  for (auto& f : fields) keys.push_back(f.key);
+  return keys;
+}
+
+std::string unknown_key_message(const std::string& key, std::vector<Field>& fields) {
+  std::string msg = "unknown key '" + key + "'";
+  std::string guess = did_you_mean(key, all_keys(fields));
+  if (guess.empty()) {
+    // A key put in the wrong section: look for the same name elsewhere.
+    std::vector<std::string> names;
+    const std::string name = key.substr(key.find('.') + 1);
+    for (auto& f : fields)
+      if (f.name() == name) names.push_back(f.key);
+    if (names.size() == 1) guess = names[0];
+  }
+  return msg + (guess.empty() ? "" : "; did you mean '" + guess + "'?");
+}
+
+// Stores TOML node `n` into `f`, or throws naming `at` (where it came from).
+void assign(Field& f, const toml::node& n, const std::string& at) {
+  auto bad_type = [&] {
+    return InputError(at + ": " + f.key + " = " + describe(n) + ": expected " + f.allowed());
+  };
+  if (auto* const* i = std::get_if<int64_t*>(&f.value)) {
+    if (!n.is_integer()) throw bad_type();
+    **i = n.as_integer()->get();
+  } else if (auto* const* d = std::get_if<double*>(&f.value)) {
+    if (n.is_integer()) {
+      **d = double(n.as_integer()->get());
+    } else if (n.is_floating_point()) {
+      **d = n.as_floating_point()->get();
+    } else {
+      throw bad_type();
+    }
+  } else if (auto* const* b = std::get_if<bool*>(&f.value)) {
+    if (!n.is_boolean()) throw bad_type();
+    **b = n.as_boolean()->get();
+  } else {
+    if (!n.is_string()) throw bad_type();
+    *std::get<std::string*>(f.value) = n.as_string()->get();
+  }
+  std::string problem = f.check();
+  if (!problem.empty()) {
+    throw InputError(at + ": " + f.key + " = " + f.value_string() + ": " + problem);
+  }
+}
+
+void check_text(const std::string& text, const std::string& source) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw InputError(source + ": config file is empty; expected TOML sections such as [model]");
+  }
+  auto nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw InputError(source + ": not a text file (NUL byte at offset " + std::to_string(nul) +
+                     "); expected a TOML config");
+  }
+}
+
+void read_table(Config& cfg, const toml::table& root, const std::string& source) {
+  auto fields = schema(cfg);
+  const auto sections = schema_sections();
+  for (auto&& [section_key, section] : root) {
+    const std::string section_name(section_key.str());
+    const std::string at = where(section_key.source(), source);
+    if (std::find(sections.begin(), sections.end(), section_name) == sections.end()) {
+      std::string guess = did_you_mean(section_name, sections);
+      throw InputError(at + ": unknown section '" + section_name + "'" +
+                       (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    }
+    if (!section.is_table()) {
+      throw InputError(at + ": '" + section_name + "' = " + describe(section) +
+                       ": expected a table [" + section_name + "]");
+    }
+    for (auto&& [key, node] : *section.as_table()) {
+      const std::string full = section_name + "." + std::string(key.str());
+      const std::string key_at = where(key.source(), source);
+      Field* f = find_field(fields, full);
+      if (!f) throw InputError(key_at + ": " + unknown_key_message(full, fields));
+      assign(*f, node, where(node.source(), source));
+      cfg.origin[full] = key_at;
+    }
+  }
+}
+
+// "file:3:5" for a key set in a file, "--set ..." for an override, "default" otherwise.
+std::string origin_of(const Config& cfg, const std::string& key) {
+  auto it = cfg.origin.find(key);
+  return it == cfg.origin.end() ? cfg.source + " (default)" : it->second;
+}
+
+// Throws for a broken cross-field rule, pointing at the first key named.
+void require(bool ok, const Config& cfg, const std::string& key, const std::string& message) {
+  if (!ok) throw InputError(origin_of(cfg, key) + ": " + message);
+}
+
+std::string kv(const std::string& key, int64_t v) { return key + " = " + std::to_string(v); }
+
+}  // namespace
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, key.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= key.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        size_t sub = prev[j - 1] + (key[i - 1] == c[j - 1] ? 0 : 1);
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      }
+      std::swap(prev, cur);
+    }
+    if (prev[c.size()] < best_distance) {
+      best_distance = prev[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
+void apply_override(Config& cfg, const std::string& assignment) {
+  const std::string at = "--set " + assignment;
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(at + ": expected key.path=value, e.g. --set model.d_model=256");
+  }
+  std::string key = assignment.substr(0, eq);
+  std::string value = assignment.substr(eq + 1);
+  auto fields = schema(cfg);
+  Field* f = find_field(fields, key);
+  if (!f) throw InputError(at + ": " + unknown_key_message(key, fields));
+  toml::table parsed;
+  try {
+    parsed = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    // Not a TOML literal: take the bare word as a string (e.g. precision=bf16).
+    toml::table t;
+    t.insert("v", value);
+    parsed = std::move(t);
+  }
+  assign(*f, *parsed.get("v"), at);
+  cfg.origin[key] = at;
+}
+
+Config parse_config(const std::string& text, const std::string& source,
+                    const std::vector<std::string>& overrides, int world_size) {
+  check_text(text, source);
+  Config cfg;
+  cfg.source = source;
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw InputError(where(e.source(), source) + ": TOML syntax error: " +
+                     std::string(e.description()));
+  }
+  read_table(cfg, root, source);
+  for (const auto& o : overrides) apply_override(cfg, o);
+  validate(cfg, world_size);
+  return cfg;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   int world_size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path + ": cannot open config file (" + std::strerror(errno) + ")");
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_config(buf.str(), path, overrides, world_size);
+}
+
+void validate(const Config& c, int world_size) {
+  const auto& m = c.model;
+  const auto& e = c.moe;
+  require(m.d_model % m.n_heads == 0, c, "model.n_heads",
+          kv("model.n_heads", m.n_heads) + " must divide " + kv("model.d_model", m.d_model));
+  require(c.head_dim() % 2 == 0, c, "model.n_heads",
+          "head dimension d_model / n_heads = " + std::to_string(c.head_dim()) +
+              " must be even for RoPE");
+  require(m.n_kv_heads <= m.n_heads && m.n_heads % c.kv_heads() == 0, c, "model.n_kv_heads",
+          kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
+  if (e.enabled) {
+    require(e.top_k <= e.num_experts, c, "moe.top_k",
+            kv("moe.top_k", e.top_k) + " must be <= " + kv("moe.num_experts", e.num_experts));
+    require(e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
+            kv("parallel.ep", c.parallel.ep) + " must divide " +
+                kv("moe.num_experts", e.num_experts));
+  } else {
+    require(c.parallel.ep == 1, c, "parallel.ep",
+            kv("parallel.ep", c.parallel.ep) + " needs moe.enabled = true (a dense model has no "
+                                               "experts to split)");
+  }
+  if (world_size > 0) {
+    require(world_size % c.parallel.ep == 0, c, "parallel.ep",
+            kv("parallel.ep", c.parallel.ep) + " must divide the world size " +
+                std::to_string(world_size));
+    const int64_t seqs = c.train.batch_tokens > 0 ? c.train.batch_tokens / m.seq_len
+                                                  : c.train.batch_seqs;
+    require(seqs % world_size == 0, c,
+            c.train.batch_tokens > 0 ? "train.batch_tokens" : "train.batch_seqs",
+            "the global batch of " + std::to_string(seqs) +
+                " sequences must split evenly over " + std::to_string(world_size) + " ranks");
+  }
+  if (c.train.batch_tokens > 0) {
+    require(c.train.batch_tokens % m.seq_len == 0, c, "train.batch_tokens",
+            kv("train.batch_tokens", c.train.batch_tokens) + " must be a multiple of " +
+                kv("model.seq_len", m.seq_len));
+  }
+  require(c.optim.warmup_steps <= c.train.max_steps, c, "optim.warmup_steps",
+          kv("optim.warmup_steps", c.optim.warmup_steps) + " must be <= " +
+              kv("train.max_steps", c.train.max_steps));
+  require(c.parallel.backend != "nccl" || c.train.device == "cuda", c, "parallel.backend",
+          "parallel.backend = \"nccl\" needs train.device = \"cuda\"");
+  require(c.train.out_dir != "", c, "train.out_dir", "train.out_dir must not be empty");
+}
+
+std::string to_toml(const Config& cfg) {
+  Config copy = cfg;
+  std::ostringstream os;
+  std::string section;
+  for (const auto& f : schema(copy)) {
+    if (f.section() != section) {
+      section = f.section();
+      os << (os.tellp() > 0 ? "\n" : "") << "[" << section << "]\n";
+    }
+    os << f.name() << " = " << f.value_string() << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace moelab

@@ -1,0 +1,198 @@
+#include "config/schema.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace moelab {
+namespace {
+
+Field integer(std::string key, int64_t* p, double min, std::string help,
+              std::optional<double> max = std::nullopt) {
+  Field f;
+  f.key = std::move(key);
+  f.value = p;
+  f.min = min;
+  f.max = max;
+  f.help = std::move(help);
+  return f;
+}
+
+Field real(std::string key, double* p, double min, bool min_exclusive, std::string help,
+           std::optional<double> max = std::nullopt) {
+  Field f;
+  f.key = std::move(key);
+  f.value = p;
+  f.min = min;
+  f.min_exclusive = min_exclusive;
+  f.max = max;
+  f.help = std::move(help);
+  return f;
+}
+
+Field flag(std::string key, bool* p, std::string help) {
+  Field f;
+  f.key = std::move(key);
+  f.value = p;
+  f.help = std::move(help);
+  return f;
+}
+
+Field text(std::string key, std::string* p, std::vector<std::string> choices, std::string help) {
+  Field f;
+  f.key = std::move(key);
+  f.value = p;
+  f.choices = std::move(choices);
+  f.help = std::move(help);
+  return f;
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  // TOML needs a '.' or exponent to read the value back as a float.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string Field::allowed() const {
+  std::ostringstream os;
+  if (std::holds_alternative<bool*>(value)) return "true or false";
+  if (auto* const* s = std::get_if<std::string*>(&value)) {
+    (void)s;
+    if (choices.empty()) return "a string";
+    os << "one of ";
+    for (size_t i = 0; i < choices.size(); ++i) os << (i ? ", " : "") << quote(choices[i]);
+    return os.str();
+  }
+  const bool is_int = std::holds_alternative<int64_t*>(value);
+  os << (is_int ? "an integer" : "a number");
+  auto num = [&](double v) { return is_int ? std::to_string(int64_t(v)) : format_number(v); };
+  if (min && max) {
+    os << " in " << (min_exclusive ? "(" : "[") << num(*min) << ", " << num(*max) << "]";
+  } else if (min) {
+    os << (min_exclusive ? " > " : " >= ") << num(*min);
+  }
+  return os.str();
+}
+
+std::string Field::check() const {
+  double v = 0;
+  if (auto* const* i = std::get_if<int64_t*>(&value)) {
+    v = double(**i);
+  } else if (auto* const* d = std::get_if<double*>(&value)) {
+    v = **d;
+    if (!std::isfinite(v)) return "must be finite";
+  } else if (auto* const* s = std::get_if<std::string*>(&value)) {
+    if (choices.empty()) return "";
+    for (const auto& c : choices)
+      if (c == **s) return "";
+    return "expected " + allowed();
+  } else {
+    return "";
+  }
+  const bool below = min && (min_exclusive ? v <= *min : v < *min);
+  const bool above = max && v > *max;
+  return below || above ? "expected " + allowed() : "";
+}
+
+std::string Field::value_string() const {
+  if (auto* const* i = std::get_if<int64_t*>(&value)) return std::to_string(**i);
+  if (auto* const* d = std::get_if<double*>(&value)) return format_number(**d);
+  if (auto* const* b = std::get_if<bool*>(&value)) return **b ? "true" : "false";
+  return quote(*std::get<std::string*>(value));
+}
+
+std::vector<std::string> schema_sections() {
+  return {"model", "moe", "data", "train", "optim", "parallel", "eval", "log", "checkpoint"};
+}
+
+std::vector<Field> schema(Config& c) {
+  auto& m = c.model;
+  auto& e = c.moe;
+  auto& d = c.data;
+  auto& t = c.train;
+  auto& o = c.optim;
+  auto& p = c.parallel;
+  auto& v = c.eval;
+  auto& l = c.log;
+  auto& k = c.checkpoint;
+  return {
+      integer("model.vocab_size", &m.vocab_size, 2, "tokens in the vocabulary (the dataset's)"),
+      integer("model.d_model", &m.d_model, 1, "residual stream width"),
+      integer("model.n_layers", &m.n_layers, 1, "transformer blocks"),
+      integer("model.n_heads", &m.n_heads, 1, "attention heads"),
+      integer("model.n_kv_heads", &m.n_kv_heads, 0, "key/value heads (0 = n_heads)"),
+      integer("model.d_ff", &m.d_ff, 1, "dense SwiGLU hidden width"),
+      integer("model.seq_len", &m.seq_len, 1, "context length in tokens"),
+      real("model.rope_theta", &m.rope_theta, 0, true, "RoPE base"),
+      real("model.norm_eps", &m.norm_eps, 0, true, "RMSNorm epsilon"),
+      flag("model.tie_embeddings", &m.tie_embeddings, "share embedding and output head"),
+      real("model.init_std", &m.init_std, 0, true, "std of the normal initialisation"),
+      flag("model.scaled_residual_init", &m.scaled_residual_init,
+           "residual output projections use init_std / sqrt(2 n_layers)"),
+      flag("moe.enabled", &e.enabled, "replace every dense FFN with routed experts"),
+      integer("moe.num_experts", &e.num_experts, 1, "routed experts per layer"),
+      integer("moe.top_k", &e.top_k, 1, "experts per token"),
+      integer("moe.d_expert", &e.d_expert, 1, "SwiGLU hidden width of each expert"),
+      integer("moe.num_shared_experts", &e.num_shared_experts, 0, "always-on experts"),
+      text("moe.gate", &e.gate, {"topk_softmax", "softmax_renorm"}, "gate weights"),
+      real("moe.capacity_factor", &e.capacity_factor, 0, false, "0 = dropless"),
+      real("moe.aux_loss_coef", &e.aux_loss_coef, 0, false, "load-balancing alpha"),
+      real("moe.z_loss_coef", &e.z_loss_coef, 0, false, "router z-loss beta"),
+      text("moe.stats", &e.stats, {"global", "micro_batch"}, "load-balance statistics scope"),
+      text("data.dir", &d.dir, {}, "prepared dataset folder"),
+      text("data.train_split", &d.train_split, {}, "split trained on"),
+      text("data.val_split", &d.val_split, {}, "split evaluated on"),
+      integer("data.prefetch", &d.prefetch, 1, "batches read ahead"),
+      integer("train.seed", &t.seed, 0, "seed for weights and data order"),
+      text("train.device", &t.device, {"cpu", "cuda"}, "where tensors live"),
+      text("train.precision", &t.precision, {"fp32", "bf16"}, "compute precision"),
+      integer("train.max_steps", &t.max_steps, 1, "optimizer steps"),
+      integer("train.batch_seqs", &t.batch_seqs, 1, "global batch in sequences"),
+      integer("train.batch_tokens", &t.batch_tokens, 0, "global batch in tokens (0 = use batch_seqs)"),
+      integer("train.micro_batch_seqs", &t.micro_batch_seqs, 0, "per-rank micro batch (0 = all)"),
+      integer("train.threads", &t.threads, 0, "intra-op threads per rank (0 = default)"),
+      integer("train.max_nonfinite_steps", &t.max_nonfinite_steps, 1,
+              "stop after this many non-finite losses in a row"),
+      text("train.out_dir", &t.out_dir, {}, "run folder"),
+      real("optim.lr", &o.lr, 0, true, "peak learning rate"),
+      real("optim.min_lr_ratio", &o.min_lr_ratio, 0, false, "cosine floor as a fraction of lr", 1.0),
+      integer("optim.warmup_steps", &o.warmup_steps, 0, "linear warmup steps"),
+      real("optim.beta1", &o.beta1, 0, false, "AdamW beta1", 0.999999),
+      real("optim.beta2", &o.beta2, 0, false, "AdamW beta2", 0.999999),
+      real("optim.eps", &o.eps, 0, true, "AdamW epsilon"),
+      real("optim.weight_decay", &o.weight_decay, 0, false, "decoupled weight decay (matrices)"),
+      real("optim.grad_clip", &o.grad_clip, 0, false, "global gradient norm bound (0 = off)"),
+      integer("parallel.ep", &p.ep, 1, "expert-parallel group size"),
+      text("parallel.backend", &p.backend, {"auto", "mpi", "nccl"}, "collective backend"),
+      integer("eval.interval", &v.interval, 0, "steps between validations (0 = end only)"),
+      integer("eval.max_windows", &v.max_windows, 0, "validation windows (0 = all)"),
+      integer("eval.batch_seqs", &v.batch_seqs, 1, "sequences per evaluation batch"),
+      integer("log.interval", &l.interval, 1, "steps between metrics lines"),
+      text("log.progress", &l.progress, {"auto", "bar", "plain", "off"}, "progress display"),
+      text("log.level", &l.level, {"debug", "info", "warn", "error"}, "log level"),
+      integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
+      integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
+      text("checkpoint.resume", &k.resume, {}, "\"none\", \"auto\" or a checkpoint folder"),
+  };
+}
+
+}  // namespace moelab

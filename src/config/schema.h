@@ -1,0 +1,38 @@
+// The config schema: every TOML key moelab accepts, the struct field it fills,
+// its type and its allowed values. Parsing, --set overrides, validation messages
+// and the resolved-config dump all walk this one list.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/config.h"
+
+namespace moelab {
+
+struct Field {
+  std::string key;  // "section.name"
+  std::variant<int64_t*, double*, bool*, std::string*> value;
+  std::optional<double> min;  // numbers: smallest allowed value (inclusive)
+  std::optional<double> max;  // numbers: largest allowed value (inclusive)
+  bool min_exclusive = false;
+  std::vector<std::string> choices;  // strings: allowed values (empty = any)
+  std::string help;
+
+  std::string section() const { return key.substr(0, key.find('.')); }
+  std::string name() const { return key.substr(key.find('.') + 1); }
+  // "an integer >= 1", "one of \"fp32\", \"bf16\"", ...: what the key accepts.
+  std::string allowed() const;
+  // Empty when the current value is allowed, else what is wrong with it.
+  std::string check() const;
+  std::string value_string() const;  // the current value, TOML-formatted
+};
+
+// The fields of `cfg`, bound to its members, in dump order.
+std::vector<Field> schema(Config& cfg);
+
+std::vector<std::string> schema_sections();
+
+}  // namespace moelab

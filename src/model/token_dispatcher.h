@@ -1,0 +1,40 @@
+// The swappable middle of the MoE layer: route -> DISPATCH -> experts -> COMBINE.
+// A dispatcher moves each (token, expert) assignment to the rank that holds the
+// expert and brings the expert's output back. On one rank it is a local
+// permutation (LocalDispatcher); across ranks an all-to-all (comm/).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace moelab {
+
+struct DispatchedTokens {
+  // Rows grouped by local expert: the first counts[0] rows go to local expert 0, ...
+  torch::Tensor tokens;
+  std::vector<int64_t> counts;  // one entry per local expert
+};
+
+class TokenDispatcher {
+ public:
+  virtual ~TokenDispatcher() = default;
+
+  // hidden: [T, d]. expert_ids: [T, k] int64 global expert ids; -1 marks an
+  // assignment dropped by capacity (it is not sent anywhere).
+  // Keeps whatever state combine() needs; one dispatch is followed by one combine.
+  virtual DispatchedTokens dispatch(const torch::Tensor& hidden,
+                                    const torch::Tensor& expert_ids) = 0;
+
+  // expert_out: rows in the order dispatch() returned them. Returns [T, k, d]:
+  // each assignment's expert output back in (token, slot) order, zeros where
+  // the assignment was dropped. Differentiable with respect to expert_out and
+  // (through dispatch) hidden.
+  virtual torch::Tensor combine(const torch::Tensor& expert_out) = 0;
+
+  // Global ids of the experts this rank holds, in local-expert order.
+  virtual std::vector<int64_t> local_expert_ids() const = 0;
+};
+
+}  // namespace moelab

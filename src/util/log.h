@@ -1,0 +1,14 @@
+// Logging: spdlog's default logger, set up once per process. Rank 0 prints
+// human-readable progress; other ranks print only warnings and errors. Warnings
+// and errors carry the rank that raised them.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+namespace moelab {
+
+void init_logging(int rank, const std::string& level = "info");
+
+}  // namespace moelab

@@ -1,0 +1,3 @@
+// Precompiled header: the torch includes every heavy translation unit needs.
+#pragma once
+#include <torch/torch.h>

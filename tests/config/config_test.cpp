@@ -1,0 +1,204 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/load.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The InputError message parse_config gives for `text`, or "" if it parses.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {},
+                     int world = 0) {
+  try {
+    parse_config(text, "bad.toml", overrides, world);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAreValidAndRoundTrip) {
+  Config cfg;
+  EXPECT_NO_THROW(validate(cfg, 1));
+  Config back = parse_config(to_toml(cfg), "dump.toml");
+  EXPECT_EQ(to_toml(back), to_toml(cfg));
+}
+
+TEST(Config, ReadsTypedValuesAndRecordsOrigins) {
+  Config cfg = parse_config(
+      "[model]\nd_model = 128\nrope_theta = 500000\n[moe]\nenabled = true\ngate = "
+      "\"softmax_renorm\"\n[optim]\nlr = 1e-3\n",
+      "good.toml");
+  EXPECT_EQ(cfg.model.d_model, 128);
+  EXPECT_DOUBLE_EQ(cfg.model.rope_theta, 500000.0);  // an integer is accepted for a float key
+  EXPECT_TRUE(cfg.moe.enabled);
+  EXPECT_EQ(cfg.moe.gate, "softmax_renorm");
+  EXPECT_DOUBLE_EQ(cfg.optim.lr, 1e-3);
+  EXPECT_EQ(cfg.origin.at("model.d_model"), "good.toml:2:1");
+  EXPECT_EQ(cfg.model.n_layers, 4);  // untouched keys keep their defaults
+}
+
+TEST(Config, OverridesApplyWithTheSameChecks) {
+  Config cfg = parse_config("[model]\nd_model = 128\n", "a.toml",
+                            {"model.d_model=64", "train.precision=fp32", "moe.enabled=true"});
+  EXPECT_EQ(cfg.model.d_model, 64);
+  EXPECT_EQ(cfg.train.precision, "fp32");
+  EXPECT_TRUE(cfg.moe.enabled);
+  EXPECT_EQ(cfg.origin.at("train.precision"), "--set train.precision=fp32");
+}
+
+TEST(Config, ResolvedDumpPreservesFloatsAndStrings) {
+  Config cfg;
+  cfg.optim.lr = 0.1 + 0.2;  // not exactly representable in short decimal form
+  cfg.train.out_dir = "runs/with \"quotes\"\\";
+  Config back = parse_config(to_toml(cfg), "dump.toml");
+  EXPECT_EQ(back.optim.lr, cfg.optim.lr);
+  EXPECT_EQ(back.train.out_dir, cfg.train.out_dir);
+}
+
+TEST(Config, DidYouMean) {
+  EXPECT_EQ(did_you_mean("d_modle", {"d_model", "d_ff"}), "d_model");
+  EXPECT_EQ(did_you_mean("zzzzzz", {"d_model", "d_ff"}), "");
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  std::vector<std::string> overrides;
+  int world;
+  const char* expected;
+};
+
+class BadConfig : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadConfig, GivesOneLineErrorNamingTheCulprit) {
+  const BadCase& c = GetParam();
+  std::string msg = error_of(c.text, c.overrides, c.world);
+  EXPECT_EQ(msg, c.expected);
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+const BadCase kBadCases[] = {
+    {"syntax_error", "[model]\nd_model = = 3\n", {}, 0,
+     "bad.toml:2:11: TOML syntax error: Error while parsing value: could not determine value "
+     "type"},
+    {"unterminated_string", "[data]\ndir = \"abc\n", {}, 0,
+     "bad.toml:2:11: TOML syntax error: Error while parsing string: unescaped control "
+     "characters other than TAB (U+0009) are explicitly prohibited"},
+    {"unknown_key", "[model]\nd_modle = 3\n", {}, 0,
+     "bad.toml:2:1: unknown key 'model.d_modle'; did you mean 'model.d_model'?"},
+    {"unknown_key_wrong_section", "[train]\nlr = 0.1\n", {}, 0,
+     "bad.toml:2:1: unknown key 'train.lr'; did you mean 'optim.lr'?"},
+    {"unknown_section", "[modle]\nd_model = 3\n", {}, 0,
+     "bad.toml:1:2: unknown section 'modle'; did you mean 'model'?"},
+    {"top_level_key", "seed = 3\n", {}, 0, "bad.toml:1:1: unknown section 'seed'"},
+    {"section_not_table", "model = 3\n", {}, 0,
+     "bad.toml:1:1: 'model' = integer 3: expected a table [model]"},
+    {"string_for_int", "[model]\nd_model = \"big\"\n", {}, 0,
+     "bad.toml:2:11: model.d_model = string 'big': expected an integer >= 1"},
+    {"float_for_int", "[model]\nn_layers = 2.5\n", {}, 0,
+     "bad.toml:2:12: model.n_layers = float 2.5: expected an integer >= 1"},
+    {"int_for_bool", "[moe]\nenabled = 1\n", {}, 0,
+     "bad.toml:2:11: moe.enabled = integer 1: expected true or false"},
+    {"array_for_float", "[optim]\nlr = [1, 2]\n", {}, 0,
+     "bad.toml:2:6: optim.lr = an array: expected a number > 0.0"},
+    {"negative_size", "[model]\nd_model = -4\n", {}, 0,
+     "bad.toml:2:11: model.d_model = -4: expected an integer >= 1"},
+    {"zero_layers", "[model]\nn_layers = 0\n", {}, 0,
+     "bad.toml:2:12: model.n_layers = 0: expected an integer >= 1"},
+    {"zero_lr", "[optim]\nlr = 0.0\n", {}, 0, "bad.toml:2:6: optim.lr = 0.0: expected a number > 0.0"},
+    {"ratio_above_one", "[optim]\nmin_lr_ratio = 1.5\n", {}, 0,
+     "bad.toml:2:16: optim.min_lr_ratio = 1.5: expected a number in [0.0, 1.0]"},
+    {"bad_choice", "[train]\nprecision = \"fp16\"\n", {}, 0,
+     "bad.toml:2:13: train.precision = \"fp16\": expected one of \"fp32\", \"bf16\""},
+    {"nan_value", "[optim]\nweight_decay = nan\n", {}, 0,
+     "bad.toml:2:16: optim.weight_decay = nan: must be finite"},
+    {"heads_do_not_divide", "[model]\nd_model = 100\nn_heads = 3\n", {}, 0,
+     "bad.toml:3:1: model.n_heads = 3 must divide model.d_model = 100"},
+    {"odd_head_dim", "[model]\nd_model = 12\nn_heads = 4\n", {}, 0,
+     "bad.toml:3:1: head dimension d_model / n_heads = 3 must be even for RoPE"},
+    {"kv_heads_do_not_divide", "[model]\nn_kv_heads = 3\n", {}, 0,
+     "bad.toml:2:1: model.n_kv_heads = 3 must divide model.n_heads = 4"},
+    {"top_k_above_experts", "[moe]\nenabled = true\nnum_experts = 2\ntop_k = 3\n", {}, 0,
+     "bad.toml:4:1: moe.top_k = 3 must be <= moe.num_experts = 2"},
+    {"ep_not_dividing_experts", "[moe]\nenabled = true\n[parallel]\nep = 3\n", {}, 0,
+     "bad.toml:4:1: parallel.ep = 3 must divide moe.num_experts = 4"},
+    {"ep_not_dividing_world", "[moe]\nenabled = true\n[parallel]\nep = 4\n", {}, 2,
+     "bad.toml:4:1: parallel.ep = 4 must divide the world size 2"},
+    {"ep_on_dense", "[parallel]\nep = 2\n", {}, 0,
+     "bad.toml:2:1: parallel.ep = 2 needs moe.enabled = true (a dense model has no experts to "
+     "split)"},
+    {"batch_not_splitting", "[train]\nbatch_seqs = 6\n", {}, 4,
+     "bad.toml:2:1: the global batch of 6 sequences must split evenly over 4 ranks"},
+    {"batch_tokens_not_multiple", "[train]\nbatch_tokens = 1000\n", {}, 0,
+     "bad.toml:2:1: train.batch_tokens = 1000 must be a multiple of model.seq_len = 256"},
+    {"warmup_longer_than_run", "[train]\nmax_steps = 10\n[optim]\nwarmup_steps = 20\n", {}, 0,
+     "bad.toml:4:1: optim.warmup_steps = 20 must be <= train.max_steps = 10"},
+    {"nccl_on_cpu", "[parallel]\nbackend = \"nccl\"\n", {}, 0,
+     "bad.toml:2:1: parallel.backend = \"nccl\" needs train.device = \"cuda\""},
+    {"empty_file", "  \n\n", {}, 0,
+     "bad.toml: config file is empty; expected TOML sections such as [model]"},
+    {"override_unknown_key", "[model]\n", {"model.dmodel=3"}, 0,
+     "--set model.dmodel=3: unknown key 'model.dmodel'; did you mean 'model.d_model'?"},
+    {"override_bad_value", "[model]\n", {"model.d_model=-1"}, 0,
+     "--set model.d_model=-1: model.d_model = -1: expected an integer >= 1"},
+    {"override_no_equals", "[model]\n", {"model.d_model"}, 0,
+     "--set model.d_model: expected key.path=value, e.g. --set model.d_model=256"},
+    {"override_breaks_cross_check", "[model]\n", {"model.n_heads=3"}, 0,
+     "--set model.n_heads=3: model.n_heads = 3 must divide model.d_model = 256"},
+};
+
+INSTANTIATE_TEST_SUITE_P(All, BadConfig, ::testing::ValuesIn(kBadCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Binary content needs the real bytes (a C string stops at the first NUL).
+TEST(Config, BinaryGarbageIsRejectedAsNotText) {
+  std::string garbage("\x7f" "ELF\x02\x01\x01\0\0\0\xff\xfe", 12);
+  std::string msg;
+  try {
+    parse_config(garbage, "model.bin");
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_EQ(msg, "model.bin: not a text file (NUL byte at offset 7); expected a TOML config");
+}
+
+TEST(Config, InvalidUtf8IsASyntaxErrorWithPosition) {
+  std::string msg;
+  try {
+    parse_config("[model]\nd_model = 3 # \xff\xfe\n", "latin.toml");
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_EQ(msg.rfind("latin.toml:2:", 0), 0u) << msg;
+  EXPECT_NE(msg.find("TOML syntax error"), std::string::npos) << msg;
+}
+
+TEST(Config, MissingFileNamesThePath) {
+  std::string msg;
+  try {
+    load_config("/nonexistent/moelab.toml");
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_EQ(msg, "/nonexistent/moelab.toml: cannot open config file (No such file or directory)");
+}
+
+TEST(Config, EveryShippedConfigLoads) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(MOELAB_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(load_config(entry.path().string()));
+    ++count;
+  }
+  EXPECT_GT(count, 0);
+}
+
+}  // namespace
+}  // namespace moelab
