@@ -11,25 +11,22 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
-# Debian's libsentencepiece exports its own copy of protobuf-lite. If it comes
-# before the real libprotobuf (which LibTorch loads) in symbol lookup order, the
-# process crashes during static initialisation, so libprotobuf is linked first,
-# as a direct dependency of every binary.
-find_library(PROTOBUF_LIBRARY NAMES protobuf libprotobuf.so.32 REQUIRED)
+# SentencePiece is not linked: Debian's libsentencepiece carries its own
+# protobuf-lite 3.14, which cannot share a process with LibTorch's protobuf 3.21
+# (version checks fail or static initialisation crashes). The tokenizer runs
+# SentencePiece's own tools (spm_train, spm_encode, ...) instead; see src/data/tokenizer.h.
 find_path(XXHASH_INCLUDE_DIR NAMES xxhash.h REQUIRED)
 
 add_library(moelab_deps INTERFACE)
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
   spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB
-  "-Wl,--push-state,--no-as-needed" ${PROTOBUF_LIBRARY} "-Wl,--pop-state"
-  PkgConfig::SENTENCEPIECE ${XXHASH_LIBRARY})
+  ${XXHASH_LIBRARY})
 target_include_directories(moelab_deps SYSTEM INTERFACE
   ${TORCH_INCLUDE_DIRS} ${HDF5_C_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIR})
-target_compile_definitions(moelab_deps INTERFACE ${HDF5_C_DEFINITIONS})
+# Only MPI's C API is used; without these, <mpi.h> drags in the C++ bindings.
+target_compile_definitions(moelab_deps INTERFACE ${HDF5_C_DEFINITIONS} OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 # Torch's own flags (e.g. the C++ ABI define) must reach every translation unit.
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(moelab_deps INTERFACE ${_torch_flags})

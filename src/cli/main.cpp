@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "util/allocator.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/mpi_session.h"
 
 int main(int argc, char** argv) {
+  moelab::keep_freed_memory();
   moelab::MpiSession mpi(&argc, &argv);
   moelab::init_logging(moelab::MpiSession::rank());
 
@@ -19,6 +21,8 @@ int main(int argc, char** argv) {
   moelab::add_prep_command(app);
   moelab::add_train_command(app);
   moelab::add_eval_command(app);
+  moelab::add_study_command(app);
+  moelab::add_report_command(app);
 
   int code = 0;
   try {

@@ -1,0 +1,115 @@
+// Times expert-parallel dispatch + combine for the reference MoE layer
+// (global batch 16 x 256 tokens, d = 256, E = 4, top-2) at the world size it is
+// launched with, e.g. `mpirun -np 2 build/bin/bench_dispatch --ep 2`.
+// Prints ms per dispatch+combine (forward; slowest rank) with the breakdown
+// permute / exchange / un-permute, and ms per forward+backward.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "comm/all_to_all_dispatcher.h"
+#include "comm/failure.h"
+#include "comm/process_groups.h"
+#include "util/mpi_session.h"
+
+namespace moelab {
+namespace {
+
+struct Options {
+  int64_t global_tokens = 16 * 256;
+  int64_t width = 256;
+  int64_t experts = 4;
+  int64_t top_k = 2;
+  int64_t ep = 0;  // 0 = the whole world
+  int iterations = 30;
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The slowest rank's value: the one that sets the pace of a collective step.
+double slowest(Communicator& world, double value) {
+  torch::Tensor t = torch::tensor({value}, torch::kDouble);
+  world.all_reduce_max(t);
+  return t.item<double>();
+}
+
+void run(const Options& options) {
+  const int world_size = MpiSession::size();
+  const int64_t ep = options.ep > 0 ? options.ep : world_size;
+  ProcessGroups groups = make_process_groups(ep, options.experts, "mpi", false, "bench_dispatch");
+  Communicator& world = *groups.world;
+  const int64_t tokens = options.global_tokens / world_size;
+  AllToAllDispatcher dispatcher(groups.ep, options.experts);
+
+  torch::manual_seed(1234 + world.rank());
+  const torch::Tensor hidden = torch::randn({tokens, options.width});
+  // Distinct experts per token, like a router's top-k.
+  const torch::Tensor ids =
+      std::get<1>(torch::rand({tokens, options.experts}).topk(options.top_k, 1));
+
+  auto forward = [&] { return dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens); };
+  for (int i = 0; i < 3; ++i) forward();
+  dispatcher.reset_timings();
+  world.barrier();
+  double start = now_ms();
+  for (int i = 0; i < options.iterations; ++i) forward();
+  const double forward_ms = slowest(world, (now_ms() - start) / options.iterations);
+  const DispatchTimings timings = dispatcher.timings();
+  const double n = static_cast<double>(timings.calls);
+
+  const torch::Tensor trainable = hidden.clone().requires_grad_(true);
+  world.barrier();
+  start = now_ms();
+  for (int i = 0; i < options.iterations; ++i) {
+    dispatcher.combine(dispatcher.dispatch(trainable, ids).tokens).sum().backward();
+  }
+  const double train_ms = slowest(world, (now_ms() - start) / options.iterations);
+
+  const double permute = slowest(world, timings.permute_ms / n);
+  const double exchange = slowest(world, timings.exchange_ms / n);
+  const double unpermute = slowest(world, timings.unpermute_ms / n);
+  if (world.rank() == 0) {
+    std::printf("layout: %s\n", groups.layout().c_str());
+    std::printf("tokens per rank %lld (global %lld), d %lld, E %lld, top-%lld, threads %d\n",
+                static_cast<long long>(tokens), static_cast<long long>(options.global_tokens),
+                static_cast<long long>(options.width), static_cast<long long>(options.experts),
+                static_cast<long long>(options.top_k), torch::get_num_threads());
+    std::printf(
+        "dispatch+combine forward: %.3f ms (permute %.3f, exchange %.3f, un-permute %.3f)\n",
+        forward_ms, permute, exchange, unpermute);
+    std::printf("dispatch+combine forward+backward: %.3f ms\n", train_ms);
+  }
+}
+
+}  // namespace
+}  // namespace moelab
+
+int main(int argc, char** argv) {
+  moelab::MpiSession session(&argc, &argv);
+  moelab::Options options;
+  CLI::App app("Times expert-parallel dispatch + combine");
+  app.add_option("--tokens", options.global_tokens, "global tokens per step")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--width", options.width, "hidden size d")->check(CLI::PositiveNumber);
+  app.add_option("--experts", options.experts, "number of experts E")->check(CLI::PositiveNumber);
+  app.add_option("--top-k", options.top_k, "experts per token")->check(CLI::PositiveNumber);
+  app.add_option("--ep", options.ep, "expert-parallel group size (default: all ranks)");
+  app.add_option("--iterations", options.iterations, "timed iterations")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+    if (options.top_k > options.experts)
+      throw CLI::ValidationError("--top-k", "must not exceed --experts");
+    moelab::run(options);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    moelab::fail_fast(e);
+  }
+  return 0;
+}

@@ -1,0 +1,134 @@
+// Training throughput of the reference dense and MoE models (issue 4): forward +
+// backward tokens/s and MFU, fp32 and bf16, against matmul peaks measured here.
+//
+// FLOPs per step = 6 * (active params - embedding) * tokens        (matmuls, fwd + bwd)
+//                + 12 * n_layers * seq_len * d_model * tokens       (attention scores + values)
+// The head counts as a matmul; the embedding lookup does not. With a tied head
+// the head's matrix still counts (it is the embedding's size).
+//
+// Usage: bench_model [steps=3] [threads=2]
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "model/param_count.h"
+#include "model/phase_timer.h"
+#include "model/transformer.h"
+
+namespace moelab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Best-of-n throughput of an n x n matmul: the practical peak of this machine.
+double matmul_peak_flops(torch::Dtype dtype, int64_t n = 2048, int reps = 5) {
+  const auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+  torch::matmul(a, b);
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = Clock::now();
+    const auto c = torch::matmul(a, b);
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * n * n * n / best;
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      double kib;
+      status >> kib;
+      return kib / 1024.0;
+    }
+  }
+  return 0.0;
+}
+
+Config reference_config(bool moe, const std::string& precision) {
+  Config cfg;  // defaults are the reference: d 256, 4 layers, 4 heads, vocab 4096, seq 256
+  cfg.moe.enabled = moe;  // 4 experts of width 512, top-2; dense d_ff 1024
+  cfg.train.precision = precision;
+  return cfg;
+}
+
+double step_flops(const Config& cfg, int64_t tokens) {
+  const auto counts = count_params(cfg);
+  const double matmul_params = static_cast<double>(
+      counts.active - counts.embedding + (cfg.model.tie_embeddings ? counts.embedding : 0));
+  const auto& m = cfg.model;
+  return 6.0 * matmul_params * tokens + 12.0 * m.n_layers * m.seq_len * m.d_model * tokens;
+}
+
+void bench(bool moe, const std::string& precision, int steps, double peak) {
+  const Config cfg = reference_config(moe, precision);
+  const int64_t batch = 16, seq = cfg.model.seq_len, tokens = batch * seq;
+  Transformer model(cfg);
+  const auto input = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
+  const auto targets = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
+
+  double forward_s = 0, loss_s = 0, backward_s = 0;
+  auto step = [&](bool timed) {
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    PhaseTimer::enable(timed);
+    auto t0 = Clock::now();
+    const auto out = model->forward(input);
+    const double f = seconds_since(t0);
+    t0 = Clock::now();
+    const auto loss = lm_loss(out.logits, targets) + out.aux_loss + out.z_loss;
+    const double l = seconds_since(t0);
+    t0 = Clock::now();
+    loss.backward();
+    const double b = seconds_since(t0);
+    PhaseTimer::enable(false);
+    if (timed) {
+      forward_s += f;
+      loss_s += l;
+      backward_s += b;
+    }
+  };
+  step(false);  // warm-up: allocator, oneDNN kernels
+  PhaseTimer::reset();
+  for (int i = 0; i < steps; ++i) step(true);
+
+  const double step_s = (forward_s + loss_s + backward_s) / steps;
+  const double mfu = step_flops(cfg, tokens) / step_s / peak;
+  fmt::print("{:<6} {:<5} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
+             moe ? "moe" : "dense", precision, tokens / step_s, step_s, 100 * mfu,
+             step_flops(cfg, tokens) / 1e9);
+  std::string phases;
+  for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
+    const double s = PhaseTimer::seconds(static_cast<Phase>(p)) / steps;
+    if (s > 0) phases += fmt::format(" {}={:.0f}", phase_name(static_cast<Phase>(p)), 1e3 * s);
+  }
+  fmt::print("    ms/step: forward={:.0f} [{} ] loss={:.0f} backward={:.0f}\n",
+             1e3 * forward_s / steps, phases, 1e3 * loss_s / steps, 1e3 * backward_s / steps);
+}
+
+}  // namespace
+}  // namespace moelab
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::stoi(argv[1]) : 3;
+  const int threads = argc > 2 ? std::stoi(argv[2]) : 2;
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  const double peak_fp32 = moelab::matmul_peak_flops(torch::kFloat32);
+  const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16);
+  fmt::print("threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} GFLOP/s\n", threads,
+             peak_fp32 / 1e9, peak_bf16 / 1e9);
+  for (bool moe : {false, true}) {
+    moelab::bench(moe, "fp32", steps, peak_fp32);
+    moelab::bench(moe, "bf16", steps, peak_bf16);
+  }
+  fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_rss_mib());
+  return 0;
+}

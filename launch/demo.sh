@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The main job on the built-in demo corpus (Debian's fortunes): installs what is
+# missing, builds, prepares the corpus, trains a small dense model and its MoE
+# twin, and prints their best validation losses side by side.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+launch/install-deps.sh
+launch/build.sh
+moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+data=data/fortunes
+
+if [ ! -f "$data/train/manifest.json" ]; then
+  "$moelab" prep --input /usr/share/games/fortunes --exclude '*.dat' --exclude '*.u8' \
+    --separator '%' --val-fraction 0.05 --vocab-size 1024 --out "$data"
+fi
+"$moelab" prep --inspect "$data" | head -n 12
+
+for model in dense-small moe-small; do
+  launch/train.sh -np "${MOELAB_DEMO_RANKS:-1}" configs/$model.toml --resume auto "$@"
+done
+
+echo
+echo "best validation loss (lower is better):"
+for model in dense-small moe-small; do
+  printf '  %-12s %s   (curve: runs/%s/val.csv, metrics: runs/%s/metrics.jsonl)\n' "$model" \
+    "$(tail -n 1 runs/$model/val.csv | cut -d, -f4)" "$model" "$model"
+done
+"$moelab" params configs/dense-small.toml | tail -n 2
+"$moelab" params configs/moe-small.toml | tail -n 2

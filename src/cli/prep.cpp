@@ -1,0 +1,99 @@
+// `moelab prep`: corpus -> tokenizer -> sharded HDF5 dataset (see data/prep.h),
+// and `moelab prep --inspect DIR` to summarise one. The work lives in
+// moelab_data so tests call it directly; this file only maps flags.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/dataset_inspect.h"
+#include "data/prep.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/mpi_session.h"
+
+namespace moelab {
+
+namespace {
+
+struct PrepCommandOptions {
+  PrepOptions prep;
+  std::string format = "text";
+  std::string on_bad_json = "fail";
+  std::string inspect;
+};
+
+void apply_choices(PrepCommandOptions* options) {
+  PrepOptions& prep = options->prep;
+  prep.corpus.format = options->format == "jsonl" ? CorpusFormat::kJsonl : CorpusFormat::kText;
+  prep.corpus.on_bad_json =
+      options->on_bad_json == "skip" ? BadJsonPolicy::kSkip : BadJsonPolicy::kFail;
+  prep.tokenizer.threads = prep.threads;
+}
+
+void print_summary(const PrepOptions& prep, const PrepSummary& summary) {
+  for (const auto& split : summary.splits) {
+    spdlog::info("{}: {} docs, {} tokens, {} shards", split.split, split.docs, split.tokens,
+                 split.shards);
+  }
+  spdlog::info("dataset written to {} (vocab {}, tokenizer {})", prep.out_dir, summary.vocab_size,
+               summary.tokenizer_checksum);
+}
+
+}  // namespace
+
+void add_prep_command(CLI::App& root) {
+  auto* sub = root.add_subcommand(
+      "prep",
+      "Tokenize corpora into a sharded HDF5 token dataset (run under mpirun to parallelise)");
+  auto options = std::make_shared<PrepCommandOptions>();
+  PrepOptions& prep = options->prep;
+  sub->add_option("--input", prep.inputs, "Training corpus: files, folders or globs (repeatable)");
+  sub->add_option("--out", prep.out_dir, "Output dataset folder");
+  sub->add_option("--val-input", prep.val_inputs, "Separate validation corpus (repeatable)");
+  sub->add_option("--val-fraction", prep.val_fraction,
+                  "Carve this fraction of training documents out as validation");
+  sub->add_option("--val-count", prep.val_count, "Carve this many documents out as validation");
+  sub->add_option("--exclude", prep.excludes, "Skip input files whose name matches (e.g. '*.dat')");
+  sub->add_option("--format", options->format, "Input format")
+      ->check(CLI::IsMember({"text", "jsonl"}))
+      ->capture_default_str();
+  sub->add_option("--separator", prep.corpus.separator, "Line that ends a text document")
+      ->capture_default_str();
+  sub->add_flag("--blank-line-separator", prep.corpus.blank_line_separator,
+                "Blank lines end text documents");
+  sub->add_option("--text-field", prep.corpus.text_field, "JSONL field with the text")
+      ->capture_default_str();
+  sub->add_option("--on-bad-json", options->on_bad_json, "Invalid JSON lines: skip (warn) or fail")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  sub->add_option("--vocab-size", prep.tokenizer.vocab_size, "Tokenizer vocabulary size")
+      ->capture_default_str();
+  sub->add_option("--character-coverage", prep.tokenizer.character_coverage,
+                  "SentencePiece character coverage")
+      ->capture_default_str();
+  sub->add_flag("--byte-fallback", prep.tokenizer.byte_fallback,
+                "Unknown characters become byte tokens");
+  sub->add_option("--tokenizer-sample-docs", prep.tokenizer_sample_docs,
+                  "Documents sampled to train the tokenizer")
+      ->capture_default_str();
+  sub->add_option("--tokenizer", prep.tokenizer_model, "Use this SentencePiece .model");
+  sub->add_option("--shard-tokens", prep.shard_tokens, "Target tokens per shard")
+      ->capture_default_str();
+  sub->add_option("--seed", prep.seed, "Seed for the validation carve-out and tokenizer sample")
+      ->capture_default_str();
+  sub->add_option("--threads", prep.threads, "Encoding threads per rank")->capture_default_str();
+  sub->add_flag("--force", prep.force, "Replace a different dataset in --out");
+  sub->add_option("--inspect", options->inspect, "Summarise a prepared dataset and exit");
+  sub->callback([options] {
+    if (!options->inspect.empty()) {
+      if (MpiSession::rank() == 0) std::cout << inspect_dataset(options->inspect);
+      return;
+    }
+    if (options->prep.inputs.empty()) throw InputError("prep: --input is required");
+    apply_choices(options.get());
+    const PrepSummary summary = run_prep(options->prep);
+    if (MpiSession::rank() == 0) print_summary(options->prep, summary);
+  });
+}
+
+}  // namespace moelab

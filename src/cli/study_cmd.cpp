@@ -1,0 +1,130 @@
+// `moelab study plan|run|submit FILE`: a study file (variants x seeds, see
+// docs/studies.md) planned, run locally, or submitted to Slurm. The work lives
+// in moelab_study; this file maps flags and prints.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "study/local_launcher.h"
+#include "study/report.h"
+#include "study/slurm_scripts.h"
+#include "study/study_plan.h"
+#include "study/study_spec.h"
+#include "study/support_files.h"
+#include "study/train_command.h"
+#include "util/mpi_session.h"
+
+namespace moelab {
+namespace {
+
+struct StudyOptions {
+  std::string file;
+  int64_t parallel = 0;
+  bool dry_run = false;
+  bool no_plots = false;
+  std::string partition;
+  std::string account;
+  std::string time;
+};
+
+void print_plan(const StudyPlan& plan) {
+  std::cout << fmt::format("study '{}': {} variants x {} seeds = {} runs in {}\n\n", plan.name,
+                           plan.variants.size(), plan.seeds.size(), plan.runs.size(),
+                           plan.out_root);
+  std::cout << fmt::format("{:<16} {:>5} {:>12} {:>12} {:>12}  {}\n", "variant", "seed", "total",
+                           "active", "tokens", "command (run dir = config's folder)");
+  const std::string binary = current_executable();
+  for (const auto& run : plan.runs) {
+    for (const auto& v : plan.variants) {
+      if (v.name != run.variant) continue;
+      std::cout << fmt::format("{:<16} {:>5} {:>12} {:>12} {:>12}  {}\n", v.name, run.seed,
+                               v.total_params, v.active_params, v.tokens,
+                               shell_join(train_command(run, plan.ranks, binary)));
+    }
+  }
+  for (const auto& v : plan.variants) {
+    if (!v.match) continue;
+    std::cout << fmt::format(
+        "\n{}: dense, {} matched to the {} parameters of '{}': target {}, achieved {} "
+        "(mismatch {:+.3f}%)",
+        v.name, v.match->knob, v.match->target, v.match->variant, v.match->target_params,
+        v.match->dense_total, 100.0 * v.match->mismatch);
+  }
+  std::cout << "\n";
+}
+
+void run_study(const StudyOptions& o) {
+  const StudySpec spec = load_study(o.file);
+  const StudyPlan plan = plan_study(spec);
+  prepare_out_root(plan);
+  const int64_t parallel = o.parallel > 0 ? o.parallel : spec.parallel_runs;
+  const auto outcomes = run_study_locally(plan, parallel, current_executable());
+  write_study_report(plan, plan.out_root, !o.no_plots);
+  size_t failed = 0;
+  for (const auto& r : outcomes) {
+    if (r.status != LocalRunOutcome::Status::kFailed) continue;
+    ++failed;
+    spdlog::error("failed: {} seed {} ({})", r.variant, r.seed, r.detail);
+  }
+  if (failed > 0) {
+    throw std::runtime_error(
+        fmt::format("{} of {} runs failed (listed above)", failed, outcomes.size()));
+  }
+}
+
+void submit_study(const StudyOptions& o) {
+  StudySpec spec = load_study(o.file);
+  if (!o.partition.empty()) spec.slurm.partition = o.partition;
+  if (!o.account.empty()) spec.slurm.account = o.account;
+  if (!o.time.empty()) spec.slurm.time = o.time;
+  const StudyPlan plan = plan_study(spec);
+  prepare_out_root(plan);
+  const std::string templates =
+      std::filesystem::path(find_support_file("slurm/study-variant.sbatch.in")).parent_path();
+  const auto scripts = write_slurm_scripts(plan, spec.slurm, templates, current_executable());
+  for (const auto& s : scripts) spdlog::info("wrote {}", s.path);
+  if (o.dry_run) {
+    spdlog::info("--dry-run: nothing submitted");
+    return;
+  }
+  const auto ids = submit_slurm_scripts(scripts);
+  std::cout << "report job " << ids.back() << " runs after jobs";
+  for (size_t i = 0; i + 1 < ids.size(); ++i) std::cout << " " << ids[i];
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_study_command(CLI::App& root) {
+  auto* cmd = root.add_subcommand("study", "Plan, run or submit a study (variants x seeds)");
+  cmd->require_subcommand(1);
+  auto opts = std::make_shared<StudyOptions>();
+  auto* plan = cmd->add_subcommand("plan", "Print every run of a study without running anything");
+  plan->add_option("file", opts->file, "Study TOML")->required();
+  plan->callback([opts] {
+    const StudyPlan p = plan_study(load_study(opts->file));
+    check_out_root(p);
+    if (MpiSession::rank() == 0) print_plan(p);
+  });
+  auto* run = cmd->add_subcommand(
+      "run", "Run every (variant, seed) here, skipping finished runs, then write the report");
+  run->add_option("file", opts->file, "Study TOML")->required();
+  run->add_option("--parallel", opts->parallel, "Runs at a time (default: study.parallel_runs)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--no-plots", opts->no_plots, "Write the report tables only");
+  run->callback([opts] { run_study(*opts); });
+  auto* submit = cmd->add_subcommand(
+      "submit", "Write one sbatch job array per variant and a dependent report job; submit them");
+  submit->add_option("file", opts->file, "Study TOML")->required();
+  submit->add_flag("--dry-run", opts->dry_run, "Write the scripts without submitting");
+  submit->add_option("--partition", opts->partition, "Slurm partition (overrides [slurm])");
+  submit->add_option("--account", opts->account, "Slurm account (overrides [slurm])");
+  submit->add_option("--time", opts->time, "Time limit per run, e.g. 02:00:00");
+  submit->callback([opts] { submit_study(*opts); });
+}
+
+}  // namespace moelab

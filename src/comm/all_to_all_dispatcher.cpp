@@ -1,0 +1,157 @@
+#include "comm/all_to_all_dispatcher.h"
+
+#include <chrono>
+#include <numeric>
+#include <stdexcept>
+
+#include "comm/all_to_all.h"
+#include "comm/expert_placement.h"
+
+namespace moelab {
+namespace {
+
+// Milliseconds since the previous lap (or construction).
+class Stopwatch {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+torch::Tensor inverse_permutation(const torch::Tensor& permutation) {
+  return torch::empty_like(permutation)
+      .scatter_(0, permutation, torch::arange(permutation.numel(), permutation.options()));
+}
+
+std::vector<int64_t> to_vector(const torch::Tensor& t) {
+  const torch::Tensor host = t.to(torch::kCPU, torch::kLong).contiguous();
+  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+}
+
+// Sums of consecutive blocks of `block` values: per-rank totals of per-expert counts.
+std::vector<int64_t> block_sums(const std::vector<int64_t>& values, int64_t block) {
+  std::vector<int64_t> sums(values.size() / block, 0);
+  for (size_t i = 0; i < values.size(); ++i) sums[i / block] += values[i];
+  return sums;
+}
+
+}  // namespace
+
+AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts)
+    : group_(std::move(ep_group)), num_experts_(num_experts) {
+  if (num_experts_ < 1 || num_experts_ % group_->size() != 0) {
+    throw std::invalid_argument("AllToAllDispatcher: " + std::to_string(num_experts_) +
+                                " experts cannot be split over an EP group of " +
+                                std::to_string(group_->size()));
+  }
+  local_experts_ = num_experts_ / group_->size();
+}
+
+std::vector<int64_t> AllToAllDispatcher::local_expert_ids() const {
+  return experts_of_ep_rank(group_->rank(), group_->size(), num_experts_);
+}
+
+DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
+                                              const torch::Tensor& expert_ids) {
+  if (hidden.dim() != 2 || expert_ids.dim() != 2 || expert_ids.size(0) != hidden.size(0) ||
+      expert_ids.scalar_type() != torch::kLong) {
+    throw std::invalid_argument(
+        "AllToAllDispatcher::dispatch: expects hidden [T, d] and int64 "
+        "expert_ids [T, k] with the same T");
+  }
+  Stopwatch watch;
+  auto routing = std::make_unique<Routing>();
+  routing->tokens = hidden.size(0);
+  routing->slots = expert_ids.size(1);
+
+  // Dropped assignments get key E so the stable sort puts them last, in order.
+  const torch::Tensor flat_ids = expert_ids.reshape({-1});
+  if (flat_ids.numel() > 0 &&
+      (flat_ids.min().item<int64_t>() < -1 || flat_ids.max().item<int64_t>() >= num_experts_)) {
+    throw std::invalid_argument("AllToAllDispatcher::dispatch: expert ids must lie in [-1, " +
+                                std::to_string(num_experts_) + ")");
+  }
+  const torch::Tensor keys = torch::where(flat_ids < 0, num_experts_, flat_ids);
+  const torch::Tensor order = std::get<1>(torch::sort(keys, /*stable=*/true, 0, false));
+  const std::vector<int64_t> counts_and_dropped =
+      to_vector(torch::bincount(keys, /*weights=*/{}, num_experts_ + 1));
+  routing->kept = flat_ids.numel() - counts_and_dropped.back();
+  routing->unsort = inverse_permutation(order);
+  const torch::Tensor send =
+      hidden.index_select(0, order.slice(0, 0, routing->kept).div(routing->slots, "floor"));
+  const std::vector<int64_t> send_counts(counts_and_dropped.begin(), counts_and_dropped.end() - 1);
+  routing->send_rows = block_sums(send_counts, local_experts_);
+  timings_.permute_ms += watch.lap();
+
+  if (group_->size() == 1) {
+    // A group of one holds every expert: the sorted rows already are the batches.
+    routing->recv_rows = routing->send_rows;
+    routing_ = std::move(routing);
+    return {send, send_counts};
+  }
+
+  // recv_counts[src * local_experts + e]: rows source rank src sends for local expert e.
+  const torch::Tensor recv_count_tensor = group_->all_to_all_v(
+      torch::tensor(send_counts, torch::kLong).view({num_experts_, 1}).to(hidden.device()),
+      std::vector<int64_t>(group_->size(), local_experts_),
+      std::vector<int64_t>(group_->size(), local_experts_));
+  const std::vector<int64_t> recv_counts = to_vector(recv_count_tensor);
+  routing->recv_rows = block_sums(recv_counts, local_experts_);
+  const torch::Tensor received = all_to_all_v(send, group_, routing->send_rows, routing->recv_rows);
+  timings_.exchange_ms += watch.lap();
+
+  // Rows arrive as (source, expert) blocks; the experts want (expert, source).
+  const int64_t ep = group_->size();
+  const torch::Tensor block_key =
+      torch::arange(local_experts_, torch::kLong).mul(ep).view({1, -1}) +
+      torch::arange(ep, torch::kLong).view({-1, 1});
+  const torch::Tensor row_key = torch::repeat_interleave(
+      block_key.reshape({-1}), recv_count_tensor.to(torch::kCPU).reshape({-1}));
+  const torch::Tensor regroup =
+      std::get<1>(torch::sort(row_key, /*stable=*/true, 0, false)).to(hidden.device());
+  routing->ungroup = inverse_permutation(regroup);
+
+  DispatchedTokens out;
+  out.tokens = received.index_select(0, regroup);
+  out.counts.assign(local_experts_, 0);
+  for (size_t i = 0; i < recv_counts.size(); ++i) out.counts[i % local_experts_] += recv_counts[i];
+  routing_ = std::move(routing);
+  timings_.permute_ms += watch.lap();
+  return out;
+}
+
+torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
+  if (!routing_) throw std::logic_error("AllToAllDispatcher::combine called without a dispatch");
+  const std::unique_ptr<Routing> routing = std::move(routing_);
+  const int64_t received =
+      std::accumulate(routing->recv_rows.begin(), routing->recv_rows.end(), int64_t{0});
+  if (expert_out.dim() != 2 || expert_out.size(0) != received) {
+    throw std::invalid_argument("AllToAllDispatcher::combine: expects [" +
+                                std::to_string(received) + ", d] rows in dispatch order");
+  }
+  Stopwatch watch;
+  torch::Tensor returned = expert_out;
+  if (group_->size() > 1) {
+    const torch::Tensor by_source = expert_out.index_select(0, routing->ungroup);
+    timings_.unpermute_ms += watch.lap();
+    returned = all_to_all_v(by_source, group_, routing->recv_rows, routing->send_rows);
+    timings_.exchange_ms += watch.lap();
+  }
+
+  const int64_t dropped = routing->tokens * routing->slots - routing->kept;
+  const torch::Tensor padded =
+      torch::cat({returned, torch::zeros({dropped, expert_out.size(1)}, expert_out.options())});
+  torch::Tensor out = padded.index_select(0, routing->unsort)
+                          .view({routing->tokens, routing->slots, expert_out.size(1)});
+  timings_.unpermute_ms += watch.lap();
+  ++timings_.calls;
+  return out;
+}
+
+}  // namespace moelab

@@ -1,0 +1,57 @@
+// Expert-parallel token dispatch: each (token, slot) assignment travels to the
+// rank of the EP group that holds its expert and the expert output comes back.
+//
+// dispatch: stable sort of assignments by global expert id -> per-expert counts
+// -> exchange counts -> all-to-all-v of the rows -> regroup received rows from
+// (source rank, expert) order to (local expert, source rank) order.
+// combine: the exact reverse, then un-permute to [T, k, d] with zeros for
+// dropped (-1) assignments. Both exchanges are differentiable (AllToAllV).
+// A group of one skips the exchanges: dispatch is then a local permutation.
+#pragma once
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "model/token_dispatcher.h"
+
+namespace moelab {
+
+// Host wall time spent in each phase, summed over calls (forward only). On
+// CUDA the exchanges synchronise, so local phases may be under-counted.
+struct DispatchTimings {
+  double permute_ms = 0;    // dispatch: sort, gather, regroup
+  double exchange_ms = 0;   // both directions: counts and rows
+  double unpermute_ms = 0;  // combine: undo regroup, scatter back to [T, k, d]
+  int64_t calls = 0;        // dispatch + combine pairs
+};
+
+class AllToAllDispatcher : public TokenDispatcher {
+ public:
+  // ep_group: the ranks that split the experts; rank p holds global experts
+  // [p*E/ep, (p+1)*E/ep). num_experts must be a multiple of the group size.
+  AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts);
+
+  DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
+  torch::Tensor combine(const torch::Tensor& expert_out) override;
+  std::vector<int64_t> local_expert_ids() const override;
+
+  const DispatchTimings& timings() const { return timings_; }
+  void reset_timings() { timings_ = DispatchTimings(); }
+
+ private:
+  // What combine() needs from the dispatch before it.
+  struct Routing {
+    torch::Tensor unsort;   // [T*k] inverse of the sort by expert (dropped ones last)
+    torch::Tensor ungroup;  // [received] inverse of the regroup (undefined for a group of one)
+    std::vector<int64_t> send_rows, recv_rows;  // per EP rank
+    int64_t tokens = 0, slots = 0, kept = 0;
+  };
+
+  std::shared_ptr<Communicator> group_;
+  int64_t num_experts_;
+  int64_t local_experts_;
+  std::unique_ptr<Routing> routing_;
+  DispatchTimings timings_;
+};
+
+}  // namespace moelab

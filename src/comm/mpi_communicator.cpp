@@ -1,0 +1,167 @@
+#include "comm/mpi_communicator.h"
+
+#include <climits>
+#include <stdexcept>
+
+#include "comm/collective_checks.h"
+
+namespace moelab {
+namespace {
+
+// A contiguous CPU tensor holding t's values: t itself when possible, else a
+// copy (pinned when t lives on the GPU, so the device-to-host copy is fast).
+torch::Tensor host_contiguous(const torch::Tensor& t) {
+  if (!t.is_cuda()) return t.contiguous();
+  torch::Tensor host = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(true));
+  host.copy_(t);
+  return host;
+}
+
+// A CPU buffer to receive into, pinned when the result goes back to the GPU.
+torch::Tensor host_empty(const std::vector<int64_t>& shape, const torch::Tensor& like) {
+  return torch::empty(shape, like.options().device(torch::kCPU).pinned_memory(like.is_cuda()));
+}
+
+torch::Tensor to_device_of(const torch::Tensor& host, const torch::Tensor& like) {
+  return like.is_cuda() ? host.to(like.device()) : host;
+}
+
+// Writes `work` back into `t` unless they already share storage.
+void copy_back(torch::Tensor& t, const torch::Tensor& work) {
+  if (!work.is_same(t)) t.copy_(work);
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::check(int code, const char* op) const {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(comm_error(op, rank_, std::string(text, length)));
+}
+
+int MpiCommunicator::checked_count(int64_t count, const char* op) const {
+  // MPI counts are int; larger messages would silently wrap.
+  if (count > INT_MAX) {
+    throw std::runtime_error(comm_error(
+        op, rank_, "count " + std::to_string(count) + " exceeds the MPI limit of INT_MAX"));
+  }
+  return static_cast<int>(count);
+}
+
+void MpiCommunicator::all_reduce(torch::Tensor& t, MPI_Op op, const char* name) {
+  torch::Tensor work = host_contiguous(t);
+  // MPI has no bf16/fp16 reductions; fp32 sums them without extra rounding steps.
+  const bool narrow_float =
+      work.scalar_type() == torch::kBFloat16 || work.scalar_type() == torch::kHalf;
+  if (narrow_float) work = work.to(torch::kFloat);
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  switch (work.scalar_type()) {
+    case torch::kFloat:
+      type = MPI_FLOAT;
+      break;
+    case torch::kDouble:
+      type = MPI_DOUBLE;
+      break;
+    case torch::kLong:
+      type = MPI_INT64_T;
+      break;
+    case torch::kInt:
+      type = MPI_INT32_T;
+      break;
+    case torch::kShort:
+      type = MPI_INT16_T;
+      break;
+    case torch::kChar:
+      type = MPI_INT8_T;
+      break;
+    case torch::kByte:
+      type = MPI_UINT8_T;
+      break;
+    default:
+      throw std::invalid_argument(comm_error(
+          name, rank_, std::string("unsupported dtype ") + c10::toString(t.scalar_type())));
+  }
+  check(MPI_Allreduce(MPI_IN_PLACE, work.data_ptr(), checked_count(work.numel(), name), type, op,
+                      comm_),
+        name);
+  copy_back(t, work);
+}
+
+void MpiCommunicator::all_reduce_sum(torch::Tensor& t) {
+  all_reduce(t, MPI_SUM, "all_reduce_sum");
+}
+
+void MpiCommunicator::all_reduce_max(torch::Tensor& t) {
+  all_reduce(t, MPI_MAX, "all_reduce_max");
+}
+
+torch::Tensor MpiCommunicator::all_gather(const torch::Tensor& t) {
+  const char* op = "all_gather";
+  if (t.dim() < 1) throw std::invalid_argument(comm_error(op, rank_, "tensor must have dim 0"));
+  torch::Tensor in = host_contiguous(t);
+  torch::Tensor out = host_empty(with_rows(t, t.size(0) * size_), t);
+  const int bytes = checked_count(in.nbytes(), op);
+  check(MPI_Allgather(in.data_ptr(), bytes, MPI_BYTE, out.data_ptr(), bytes, MPI_BYTE, comm_), op);
+  return to_device_of(out, t);
+}
+
+torch::Tensor MpiCommunicator::all_to_all_v(const torch::Tensor& send,
+                                            const std::vector<int64_t>& send_rows,
+                                            const std::vector<int64_t>& recv_rows) {
+  const char* op = "all_to_all_v";
+  const int64_t total = check_all_to_all_splits(op, rank_, size_, send, send_rows, recv_rows);
+  torch::Tensor in = host_contiguous(send);
+  torch::Tensor out = host_empty(with_rows(send, total), send);
+  const int64_t bytes_per_row = row_bytes(send);
+  if (bytes_per_row == 0) return to_device_of(out, send);
+
+  // Counts and displacements are in rows of one derived datatype, so the INT_MAX
+  // limit applies to rows rather than bytes.
+  std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
+  int64_t send_offset = 0, recv_offset = 0;
+  for (int p = 0; p < size_; ++p) {
+    send_counts[p] = checked_count(send_rows[p], op);
+    recv_counts[p] = checked_count(recv_rows[p], op);
+    send_displs[p] = checked_count(send_offset, op);
+    recv_displs[p] = checked_count(recv_offset, op);
+    send_offset += send_rows[p];
+    recv_offset += recv_rows[p];
+  }
+  MPI_Datatype row = MPI_DATATYPE_NULL;
+  check(MPI_Type_contiguous(checked_count(bytes_per_row, op), MPI_BYTE, &row), op);
+  MPI_Type_commit(&row);
+  const int code =
+      MPI_Alltoallv(in.data_ptr(), send_counts.data(), send_displs.data(), row, out.data_ptr(),
+                    recv_counts.data(), recv_displs.data(), row, comm_);
+  MPI_Type_free(&row);
+  check(code, op);
+  return to_device_of(out, send);
+}
+
+void MpiCommunicator::broadcast(torch::Tensor& t, int root) {
+  const char* op = "broadcast";
+  check_root(op, rank_, size_, root);
+  torch::Tensor work = host_contiguous(t);
+  check(MPI_Bcast(work.data_ptr(), checked_count(work.nbytes(), op), MPI_BYTE, root, comm_), op);
+  copy_back(t, work);
+}
+
+void MpiCommunicator::barrier() {
+  check(MPI_Barrier(comm_), "barrier");
+}
+
+}  // namespace moelab

@@ -1,0 +1,42 @@
+// Communicator over an MPI communicator. Works on CPU tensors directly; CUDA
+// tensors are staged through pinned host memory (MPI is not assumed to be
+// CUDA-aware), which also lets several ranks share one GPU.
+#pragma once
+
+#include <mpi.h>
+
+#include "comm/communicator.h"
+
+namespace moelab {
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Takes ownership of `comm` and frees it on destruction (MPI_COMM_WORLD and
+  // MPI_COMM_SELF are never freed). Errors come back as exceptions, not aborts.
+  explicit MpiCommunicator(MPI_Comm comm);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce_sum(torch::Tensor& t) override;
+  void all_reduce_max(torch::Tensor& t) override;
+  torch::Tensor all_gather(const torch::Tensor& t) override;
+  torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                             const std::vector<int64_t>& recv_rows) override;
+  void broadcast(torch::Tensor& t, int root) override;
+  void barrier() override;
+  std::string backend() const override { return "mpi"; }
+
+ private:
+  void all_reduce(torch::Tensor& t, MPI_Op op, const char* name);
+  void check(int code, const char* op) const;
+  int checked_count(int64_t count, const char* op) const;
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace moelab

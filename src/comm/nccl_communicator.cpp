@@ -1,0 +1,176 @@
+#include "comm/nccl_communicator.h"
+
+#include <stdexcept>
+
+#include "comm/collective_checks.h"
+
+namespace moelab {
+namespace {
+
+ncclDataType_t nccl_type(torch::ScalarType type) {
+  switch (type) {
+    case torch::kFloat:
+      return ncclFloat32;
+    case torch::kDouble:
+      return ncclFloat64;
+    case torch::kHalf:
+      return ncclFloat16;
+    case torch::kBFloat16:
+      return ncclBfloat16;
+    case torch::kLong:
+      return ncclInt64;
+    case torch::kInt:
+      return ncclInt32;
+    case torch::kChar:
+      return ncclInt8;
+    case torch::kByte:
+      return ncclUint8;
+    default:
+      throw std::invalid_argument(std::string("NCCL: unsupported dtype ") + c10::toString(type));
+  }
+}
+
+void check_cuda(cudaError_t code, const char* op, int rank) {
+  if (code != cudaSuccess) throw std::runtime_error(comm_error(op, rank, cudaGetErrorString(code)));
+}
+
+char* bytes_of(const torch::Tensor& t) {
+  return static_cast<char*>(t.data_ptr());
+}
+
+}  // namespace
+
+int visible_cuda_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error for later calls
+    return 0;
+  }
+  return count;
+}
+
+void bind_local_cuda_device() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_rank = 0;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  const int devices = visible_cuda_devices();
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (devices == 0)
+    throw std::runtime_error(comm_error("cudaSetDevice", world_rank, "no GPU visible"));
+  check_cuda(cudaSetDevice(local_rank % devices), "cudaSetDevice", world_rank);
+}
+
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t stream)
+    : comm_(comm), stream_(stream) {
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  ncclUniqueId id;
+  if (rank_ == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm_) != MPI_SUCCESS) {
+    throw std::runtime_error(comm_error("MPI_Bcast of the NCCL unique id", rank_, "failed"));
+  }
+  check(ncclCommInitRank(&nccl_, size_, id, rank_), "ncclCommInitRank");
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&comm_);
+}
+
+void NcclCommunicator::check(ncclResult_t result, const char* op) const {
+  if (result == ncclSuccess) return;
+  std::string what = ncclGetErrorString(result);
+  if (nccl_ != nullptr) what += std::string(" (") + ncclGetLastError(nccl_) + ")";
+  throw std::runtime_error(comm_error(op, rank_, what));
+}
+
+void NcclCommunicator::require_cuda(const torch::Tensor& t, const char* op) const {
+  if (!t.is_cuda()) {
+    throw std::invalid_argument(comm_error(op, rank_, "the NCCL backend needs CUDA tensors"));
+  }
+}
+
+void NcclCommunicator::all_reduce(torch::Tensor& t, ncclRedOp_t op, const char* name) {
+  require_cuda(t, name);
+  torch::Tensor work = t.contiguous();
+  check(ncclAllReduce(work.data_ptr(), work.data_ptr(), work.numel(), nccl_type(work.scalar_type()),
+                      op, nccl_, stream_),
+        name);
+  if (!work.is_same(t)) t.copy_(work);
+}
+
+void NcclCommunicator::all_reduce_sum(torch::Tensor& t) {
+  all_reduce(t, ncclSum, "all_reduce_sum");
+}
+
+void NcclCommunicator::all_reduce_max(torch::Tensor& t) {
+  all_reduce(t, ncclMax, "all_reduce_max");
+}
+
+torch::Tensor NcclCommunicator::all_gather(const torch::Tensor& t) {
+  const char* op = "all_gather";
+  require_cuda(t, op);
+  if (t.dim() < 1) throw std::invalid_argument(comm_error(op, rank_, "tensor must have dim 0"));
+  torch::Tensor in = t.contiguous();
+  torch::Tensor out = torch::empty(with_rows(t, t.size(0) * size_), t.options());
+  check(ncclAllGather(in.data_ptr(), out.data_ptr(), in.nbytes(), ncclUint8, nccl_, stream_), op);
+  return out;
+}
+
+torch::Tensor NcclCommunicator::all_to_all_v(const torch::Tensor& send,
+                                             const std::vector<int64_t>& send_rows,
+                                             const std::vector<int64_t>& recv_rows) {
+  const char* op = "all_to_all_v";
+  require_cuda(send, op);
+  const int64_t total = check_all_to_all_splits(op, rank_, size_, send, send_rows, recv_rows);
+  torch::Tensor in = send.contiguous();
+  torch::Tensor out = torch::empty(with_rows(send, total), send.options());
+  const int64_t bytes_per_row = row_bytes(send);
+  if (bytes_per_row == 0) return out;
+  // Point-to-point pairs inside one group run as a single fused exchange.
+  check(ncclGroupStart(), op);
+  int64_t send_offset = 0, recv_offset = 0;
+  for (int p = 0; p < size_; ++p) {
+    if (send_rows[p] > 0) {
+      check(ncclSend(bytes_of(in) + send_offset * bytes_per_row, send_rows[p] * bytes_per_row,
+                     ncclUint8, p, nccl_, stream_),
+            op);
+    }
+    if (recv_rows[p] > 0) {
+      check(ncclRecv(bytes_of(out) + recv_offset * bytes_per_row, recv_rows[p] * bytes_per_row,
+                     ncclUint8, p, nccl_, stream_),
+            op);
+    }
+    send_offset += send_rows[p];
+    recv_offset += recv_rows[p];
+  }
+  check(ncclGroupEnd(), op);
+  return out;
+}
+
+void NcclCommunicator::broadcast(torch::Tensor& t, int root) {
+  const char* op = "broadcast";
+  require_cuda(t, op);
+  check_root(op, rank_, size_, root);
+  torch::Tensor work = t.contiguous();
+  check(ncclBroadcast(work.data_ptr(), work.data_ptr(), work.nbytes(), ncclUint8, root, nccl_,
+                      stream_),
+        op);
+  if (!work.is_same(t)) t.copy_(work);
+}
+
+void NcclCommunicator::barrier() {
+  // Waits for this rank's queued collectives, then for every other rank.
+  check_cuda(cudaStreamSynchronize(stream_), "barrier", rank_);
+  if (MPI_Barrier(comm_) != MPI_SUCCESS) {
+    throw std::runtime_error(comm_error("barrier", rank_, "MPI_Barrier failed"));
+  }
+}
+
+}  // namespace moelab

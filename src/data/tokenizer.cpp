@@ -1,0 +1,193 @@
+#include "data/tokenizer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace moelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A unique temporary file, removed with the object.
+class TempFile {
+ public:
+  TempFile() {
+    std::string pattern = (fs::temp_directory_path() / "moelab_spm_XXXXXX").string();
+    const int fd = mkstemp(pattern.data());
+    if (fd < 0) throw InputError("cannot create a temporary file in " + pattern);
+    close(fd);
+    path_ = pattern;
+  }
+  ~TempFile() {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void run_tool(const std::string& command, const std::string& what) {
+  const int status = std::system((command + " 2>/dev/null").c_str());
+  if (status != 0) {
+    throw InputError(what +
+                     " failed (is the Debian package 'sentencepiece' installed?): " + command);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw InputError(path + ": cannot write temporary file");
+}
+
+// One document per line: the tools are line based.
+std::string one_per_line(const std::vector<std::string>& texts) {
+  std::string lines;
+  for (const auto& text : texts) {
+    std::string line = text;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::replace(line.begin(), line.end(), '\r', ' ');
+    lines += line + "\n";
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string train_tokenizer(const std::vector<std::string>& documents,
+                            const TokenizerTrainOptions& options) {
+  if (documents.empty()) throw InputError("tokenizer training: no documents to train on");
+  TempFile input;
+  write_file(input.path(), one_per_line(documents));
+  TempFile prefix;
+  std::ostringstream command;
+  // The sample is already bounded by prep, so SentencePiece must not resample it.
+  command << "spm_train --input=" << shell_quoted(input.path())
+          << " --model_prefix=" << shell_quoted(prefix.path()) << " --model_type=bpe"
+          << " --vocab_size=" << options.vocab_size
+          << " --character_coverage=" << options.character_coverage
+          << " --byte_fallback=" << (options.byte_fallback ? "true" : "false")
+          << " --num_threads=" << options.threads
+          << " --input_sentence_size=0 --shuffle_input_sentence=false"
+          << " --max_sentence_length=65536 --minloglevel=2"
+          << " --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 >/dev/null";
+  run_tool(command.str(),
+           "tokenizer training (vocab_size " + std::to_string(options.vocab_size) + ")");
+  const std::string model = read_file(prefix.path() + ".model");
+  fs::remove(prefix.path() + ".model");
+  fs::remove(prefix.path() + ".vocab");
+  return model;
+}
+
+Tokenizer::Tokenizer(const std::string& serialized_model, const std::string& origin)
+    : serialized_(serialized_model), origin_(origin) {
+  TempFile model;
+  model_path_ = model.path() + ".model";
+  write_file(model_path_, serialized_);
+  TempFile vocab;
+  try {
+    run_tool("spm_export_vocab --model=" + shell_quoted(model_path_) +
+                 " --output=" + shell_quoted(vocab.path()),
+             origin + ": reading the SentencePiece model");
+  } catch (const InputError&) {
+    fs::remove(model_path_);
+    throw InputError(origin + ": not a SentencePiece model");
+  }
+  std::ifstream pieces(vocab.path());
+  std::string line;
+  while (std::getline(pieces, line)) {
+    if (line.substr(0, line.find('\t')) == "</s>") eos_id_ = vocab_size_;
+    ++vocab_size_;
+  }
+  if (vocab_size_ == 0) {
+    fs::remove(model_path_);
+    throw InputError(origin + ": not a SentencePiece model");
+  }
+  if (eos_id_ < 0) {
+    fs::remove(model_path_);
+    throw InputError(origin + ": tokenizer has no EOS piece </s>");
+  }
+}
+
+Tokenizer::~Tokenizer() {
+  if (model_path_.empty()) return;
+  std::error_code ignored;
+  fs::remove(model_path_, ignored);
+}
+
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open tokenizer model");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return Tokenizer(bytes.str(), path);
+}
+
+std::vector<std::vector<uint32_t>> Tokenizer::encode_documents(
+    const std::vector<std::string>& texts) const {
+  std::vector<std::vector<uint32_t>> encoded;
+  if (texts.empty()) return encoded;
+  TempFile input;
+  TempFile output;
+  write_file(input.path(), one_per_line(texts));
+  run_tool("spm_encode --model=" + shell_quoted(model_path_) + " --output_format=id < " +
+               shell_quoted(input.path()) + " > " + shell_quoted(output.path()),
+           origin_ + ": encoding");
+  std::ifstream ids(output.path());
+  std::string line;
+  while (std::getline(ids, line)) {
+    std::istringstream numbers(line);
+    std::vector<uint32_t> tokens;
+    uint32_t id = 0;
+    while (numbers >> id) tokens.push_back(id);
+    tokens.push_back(static_cast<uint32_t>(eos_id_));
+    encoded.push_back(std::move(tokens));
+  }
+  if (encoded.size() != texts.size()) {
+    throw InputError(origin_ + ": spm_encode returned " + std::to_string(encoded.size()) +
+                     " lines for " + std::to_string(texts.size()) + " documents");
+  }
+  return encoded;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  TempFile input;
+  TempFile output;
+  std::string line;
+  for (int id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+  write_file(input.path(), line + "\n");
+  run_tool("spm_decode --model=" + shell_quoted(model_path_) + " --input_format=id < " +
+               shell_quoted(input.path()) + " > " + shell_quoted(output.path()),
+           origin_ + ": decoding");
+  std::string text = read_file(output.path());
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+}  // namespace moelab

@@ -1,0 +1,15 @@
+// UTF-8 validation for corpus text: SentencePiece would silently mangle invalid
+// bytes, so prep rejects them up front and says where they are.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace moelab {
+
+// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points above U+10FFFF). On failure `bad_offset` (if given) receives the byte
+// offset of the first invalid sequence.
+bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
+
+}  // namespace moelab

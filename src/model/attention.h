@@ -1,0 +1,27 @@
+// Causal multi-head self-attention with RoPE and optional grouped-query heads
+// (n_kv_heads < n_heads: each key/value head serves n_heads / n_kv_heads query
+// heads). No biases.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "config/config.h"
+#include "model/rope.h"
+
+namespace moelab {
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const Config& cfg);
+  // x: [B, S, d] in the compute dtype; returns [B, S, d] in the same dtype.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor wq, wk, wv, wo;  // [out, in]
+
+ private:
+  int64_t n_heads_, n_kv_heads_, head_dim_;
+  RopeTables rope_;
+};
+TORCH_MODULE(Attention);
+
+}  // namespace moelab

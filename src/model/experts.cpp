@@ -1,0 +1,33 @@
+#include "model/experts.h"
+
+#include <string>
+
+#include "util/error.h"
+
+namespace moelab {
+
+ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<int64_t>& global_ids)
+    : global_ids_(global_ids) {
+  for (int64_t gid : global_ids_) {
+    experts_.push_back(register_module(std::to_string(gid), SwiGLU(d_model, d_expert)));
+  }
+}
+
+torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
+  if (dispatched.counts.size() != experts_.size()) {
+    throw std::logic_error("Experts: dispatcher returned " +
+                           std::to_string(dispatched.counts.size()) + " groups for " +
+                           std::to_string(experts_.size()) + " local experts");
+  }
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(experts_.size());
+  int64_t offset = 0;
+  for (size_t e = 0; e < experts_.size(); ++e) {
+    const int64_t rows = dispatched.counts[e];
+    outputs.push_back(experts_[e]->forward(dispatched.tokens.narrow(0, offset, rows)));
+    offset += rows;
+  }
+  return torch::cat(outputs, 0);
+}
+
+}  // namespace moelab

@@ -1,0 +1,25 @@
+// TokenDispatcher for one rank holding all experts: a local permutation.
+// dispatch() stable-sorts the (token, slot) assignments by expert id and
+// gathers the token rows; combine() scatters the expert outputs back.
+#pragma once
+
+#include "model/token_dispatcher.h"
+
+namespace moelab {
+
+class LocalDispatcher : public TokenDispatcher {
+ public:
+  explicit LocalDispatcher(int64_t num_experts);
+
+  DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
+  torch::Tensor combine(const torch::Tensor& expert_out) override;
+  std::vector<int64_t> local_expert_ids() const override;
+
+ private:
+  int64_t num_experts_;
+  // State between dispatch() and combine().
+  torch::Tensor assignment_index_;  // [N] flat (token * k + slot) index of each dispatched row
+  int64_t num_tokens_ = 0, top_k_ = 0;
+};
+
+}  // namespace moelab

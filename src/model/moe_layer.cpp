@@ -1,0 +1,78 @@
+#include "model/moe_layer.h"
+
+#include "model/phase_timer.h"
+
+namespace moelab {
+
+MoeLayerImpl::MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> dispatcher,
+                           ReduceMean reduce_mean)
+    : dispatcher_(std::move(dispatcher)),
+      reduce_mean_(std::move(reduce_mean)),
+      aux_coef_(cfg.moe.aux_loss_coef),
+      z_coef_(cfg.moe.z_loss_coef) {
+  const int64_t d = cfg.model.d_model;
+  router = register_module("router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate,
+                                            cfg.moe.capacity_factor));
+  experts =
+      register_module("experts", Experts(d, cfg.moe.d_expert, dispatcher_->local_expert_ids()));
+  if (cfg.moe.num_shared_experts > 0) {
+    shared = register_module("shared", SwiGLU(d, cfg.moe.num_shared_experts * cfg.moe.d_expert));
+  }
+}
+
+MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_dtype) {
+  const int64_t tokens = x.size(0);
+  const int64_t num_experts = router->num_experts();
+  const int64_t assignments = tokens * router->top_k();
+
+  RouterOutput route;
+  {
+    PhaseScope phase(Phase::kRoute);
+    route = router->forward(x);
+  }
+  const auto x_compute = x.to(compute_dtype);
+  DispatchedTokens dispatched;
+  {
+    PhaseScope phase(Phase::kDispatch);
+    dispatched = dispatcher_->dispatch(x_compute, route.kept_ids);
+  }
+  torch::Tensor expert_out;
+  {
+    PhaseScope phase(Phase::kExperts);
+    expert_out = experts->forward(dispatched);
+  }
+  MoeOutput out;
+  {
+    PhaseScope phase(Phase::kCombine);
+    const auto per_slot = dispatcher_->combine(expert_out);  // [T, k, d]
+    out.y = torch::bmm(route.gates.to(compute_dtype).unsqueeze(1), per_slot).squeeze(1);
+  }
+  if (shared) {
+    PhaseScope phase(Phase::kExperts);
+    out.y = out.y + shared->forward(x_compute);
+  }
+
+  PhaseScope phase(Phase::kRoute);
+  // Statistics travel in one tensor so a global reduction is one collective:
+  // [f_0 .. f_{E-1}, drop fraction, router entropy].
+  torch::Tensor stats;
+  {
+    torch::NoGradGuard no_grad;
+    const auto load = route.expert_ids.reshape(-1).bincount({}, num_experts).to(x.scalar_type()) /
+                      static_cast<double>(assignments);
+    const auto dropped = (route.kept_ids < 0).sum().to(x.scalar_type()).reshape({1}) /
+                         static_cast<double>(assignments);
+    const auto entropy = -(route.probs * torch::log_softmax(route.logits, -1)).sum(-1).mean();
+    stats = torch::cat({load, dropped, entropy.reshape({1})});
+    if (reduce_mean_) stats = reduce_mean_(stats);
+  }
+  const auto load = stats.narrow(0, 0, num_experts);
+  out.aux_loss = aux_coef_ * num_experts * (load * route.probs.mean(0)).sum();
+  out.z_loss = z_coef_ * torch::logsumexp(route.logits, -1).pow(2).mean();
+  out.stats.load = load.to(torch::kFloat32);
+  out.stats.drop_fraction = stats[num_experts].item<double>();
+  out.stats.router_entropy = stats[num_experts + 1].item<double>();
+  return out;
+}
+
+}  // namespace moelab

@@ -1,0 +1,64 @@
+// Mixture-of-experts FFN: route -> dispatch -> experts -> combine -> weight by
+// gates, sum over the k slots; plus num_shared_experts always-on SwiGLU experts.
+//
+// Auxiliary losses (per layer; the model sums them over MoE layers):
+//   load balancing  aux = alpha * E * sum_i f_i * P_i
+//     f_i = (assignments routed to expert i) / (T * k), counting the router's
+//           top-k choices BEFORE capacity drops, no gradient;
+//     P_i = mean over the T local tokens of the router's softmax probability of
+//           expert i (carries the gradient).
+//     With a reduce_mean callback f_i is averaged over data-parallel ranks
+//     ("global" statistics; equals the global fraction when ranks hold equal
+//     token counts); P_i stays the local mean, so the gradient of the mean loss
+//     over ranks matches the single-rank gradient. Without it f_i is local.
+//   router z-loss   z = beta * mean_t (logsumexp_i logits_ti)^2, local tokens.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+
+#include "config/config.h"
+#include "model/experts.h"
+#include "model/router.h"
+#include "model/swiglu.h"
+#include "model/token_dispatcher.h"
+
+namespace moelab {
+
+using ReduceMean = std::function<torch::Tensor(const torch::Tensor&)>;
+
+struct MoeLayerStats {
+  torch::Tensor load;     // [E] fraction of assignments per global expert, detached
+  double drop_fraction;   // dropped / (T * k)
+  double router_entropy;  // mean over tokens of -sum_i p_i log p_i (nats)
+};
+
+struct MoeOutput {
+  torch::Tensor y;         // [T, d] in the compute dtype
+  torch::Tensor aux_loss;  // scalar, already times alpha
+  torch::Tensor z_loss;    // scalar, already times beta
+  MoeLayerStats stats;
+};
+
+class MoeLayerImpl : public torch::nn::Module {
+ public:
+  MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> dispatcher,
+               ReduceMean reduce_mean);
+  // x: [T, d] normalised hidden states in the master dtype (the router runs on
+  // them); experts run in compute_dtype.
+  MoeOutput forward(const torch::Tensor& x, c10::ScalarType compute_dtype);
+
+  Router router{nullptr};
+  Experts experts{nullptr};
+  SwiGLU shared{nullptr};  // all shared experts as one SwiGLU of width n * d_expert
+
+ private:
+  std::shared_ptr<TokenDispatcher> dispatcher_;
+  ReduceMean reduce_mean_;
+  double aux_coef_, z_coef_;
+};
+TORCH_MODULE(MoeLayer);
+
+}  // namespace moelab

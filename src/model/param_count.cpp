@@ -1,0 +1,96 @@
+#include "model/param_count.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace moelab {
+
+ParamCounts count_params(const Config& cfg) {
+  const auto& m = cfg.model;
+  const int64_t d = m.d_model, layers = m.n_layers;
+  const int64_t q_width = m.n_heads * cfg.head_dim(), kv_width = cfg.kv_heads() * cfg.head_dim();
+  ParamCounts c;
+  c.embedding = m.vocab_size * d;
+  c.head = m.tie_embeddings ? 0 : m.vocab_size * d;
+  c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d);
+  c.norms = (2 * layers + 1) * d;
+  const int64_t swiglu_per_width = 3 * d;  // w1, w3: [h, d]; w2: [d, h]
+  if (cfg.moe.enabled) {
+    const auto& moe = cfg.moe;
+    c.router = layers * d * moe.num_experts;
+    c.experts_total = layers * moe.num_experts * swiglu_per_width * moe.d_expert;
+    c.experts_active = layers * moe.top_k * swiglu_per_width * moe.d_expert;
+    c.shared_experts = layers * moe.num_shared_experts * swiglu_per_width * moe.d_expert;
+  } else {
+    c.dense_ffn = layers * swiglu_per_width * m.d_ff;
+  }
+  const int64_t always =
+      c.embedding + c.head + c.attention + c.norms + c.dense_ffn + c.router + c.shared_experts;
+  c.total = always + c.experts_total;
+  c.active = always + c.experts_active;
+  return c;
+}
+
+namespace {
+
+// The candidate whose dense total is closest to target; ties go to the smaller.
+template <typename SetWidth>
+MatchResult closest(const Config& base, int64_t target, int64_t lo, int64_t hi, int64_t step,
+                    SetWidth set_width) {
+  MatchResult best;
+  best.target = target;
+  int64_t best_gap = -1;
+  for (int64_t w = lo; w <= hi; w += step) {
+    Config cand = base;
+    set_width(cand, w);
+    const int64_t total = count_params(cand).total;
+    const int64_t gap = std::llabs(total - target);
+    if (best_gap < 0 || gap < best_gap) {
+      best_gap = gap;
+      best.dense = cand;
+      best.dense_total = total;
+    }
+  }
+  best.mismatch = static_cast<double>(best.dense_total - target) / static_cast<double>(target);
+  return best;
+}
+
+}  // namespace
+
+MatchResult match_dense(const Config& moe_cfg, const std::string& target, const std::string& knob) {
+  if (target != "active" && target != "total") {
+    throw InputError("params --match: expected \"active\" or \"total\", got \"" + target + "\"");
+  }
+  const ParamCounts moe_counts = count_params(moe_cfg);
+  const int64_t goal = target == "active" ? moe_counts.active : moe_counts.total;
+  Config base = moe_cfg;
+  base.moe.enabled = false;
+
+  if (knob == "d_ff") {
+    // total is linear in d_ff: solve, then check the integers on either side.
+    base.model.d_ff = 0;
+    const int64_t fixed = count_params(base).total;
+    const int64_t per_unit = 3 * base.model.d_model * base.model.n_layers;
+    const int64_t guess = std::max<int64_t>(1, (goal - fixed) / per_unit);
+    return closest(base, goal, std::max<int64_t>(1, guess - 1), guess + 1, 1,
+                   [](Config& c, int64_t w) { c.model.d_ff = w; });
+  }
+  if (knob == "d_model") {
+    const int64_t step = std::lcm(2 * base.model.n_heads, base.kv_heads());
+    // total grows at least linearly in d_model (embedding), so the search is bounded.
+    int64_t hi = step;
+    Config probe = base;
+    while (true) {
+      probe.model.d_model = hi;
+      if (count_params(probe).total >= goal) break;
+      hi += step;
+    }
+    return closest(base, goal, step, hi, step, [](Config& c, int64_t w) { c.model.d_model = w; });
+  }
+  throw InputError("params --knob: expected \"d_ff\" or \"d_model\", got \"" + knob + "\"");
+}
+
+}  // namespace moelab

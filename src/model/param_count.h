@@ -1,0 +1,40 @@
+// Analytic parameter counts of a Config (no module is built) and the dense
+// config whose size matches an MoE config's active or total count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+
+namespace moelab {
+
+struct ParamCounts {
+  int64_t embedding = 0;
+  int64_t attention = 0;  // all layers
+  int64_t norms = 0;      // 2 per layer + final
+  int64_t dense_ffn = 0;  // dense models only
+  int64_t router = 0;
+  int64_t experts_total = 0;   // all routed experts
+  int64_t experts_active = 0;  // top_k of num_experts per token
+  int64_t shared_experts = 0;
+  int64_t head = 0;  // 0 when tied to the embedding
+  int64_t total = 0;
+  int64_t active = 0;  // parameters one token uses (total - inactive experts)
+};
+
+ParamCounts count_params(const Config& cfg);
+
+struct MatchResult {
+  Config dense;        // moe.enabled = false, the chosen width set
+  int64_t target = 0;  // the MoE's active or total count
+  int64_t dense_total = 0;
+  double mismatch = 0.0;  // (dense_total - target) / target
+};
+
+// target: "active" | "total"; knob: "d_ff" | "d_model". For d_model the width
+// stays a multiple of 2 * n_heads (even head dim for RoPE) and of n_kv_heads;
+// d_ff is left as it is.
+MatchResult match_dense(const Config& moe_cfg, const std::string& target, const std::string& knob);
+
+}  // namespace moelab

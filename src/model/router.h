@@ -1,0 +1,53 @@
+// MoE router: logits = x Wr^T (Linear(d, E), no bias), probabilities by an
+// fp32 softmax, top-k experts per token.
+//
+// Gate weights of the k selected experts:
+//   "topk_softmax"   softmax over the k selected logits (Mixtral);
+//   "softmax_renorm" the full-softmax probabilities of the k selected experts,
+//                    divided by their sum.
+// Either way a token's k gates sum to 1.
+//
+// Capacity (capacity_factor > 0): each expert takes at most
+// ceil(capacity_factor * T * k / E) assignments. Assignments are admitted in
+// token order (token 0 slot 0, token 0 slot 1, token 1 slot 0, ...); those over
+// capacity get expert id -1 and contribute nothing (the token keeps its residual).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace moelab {
+
+struct RouterOutput {
+  torch::Tensor logits;      // [T, E] fp32 (or double)
+  torch::Tensor probs;       // [T, E] full softmax
+  torch::Tensor expert_ids;  // [T, k] int64, the router's choice (before capacity)
+  torch::Tensor kept_ids;    // [T, k] int64, expert_ids with dropped assignments set to -1
+  torch::Tensor gates;       // [T, k] gate weights, differentiable
+};
+
+class RouterImpl : public torch::nn::Module {
+ public:
+  RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
+             double capacity_factor);
+  // x: [T, d]; the router computes in x's dtype promoted to at least fp32.
+  RouterOutput forward(const torch::Tensor& x);
+
+  int64_t num_experts() const { return num_experts_; }
+  int64_t top_k() const { return top_k_; }
+
+  torch::Tensor weight;  // [E, d]
+
+ private:
+  int64_t num_experts_, top_k_;
+  std::string gate_;
+  double capacity_factor_;
+};
+TORCH_MODULE(Router);
+
+// Sets to -1 the assignments beyond each expert's capacity, in token order.
+torch::Tensor apply_capacity(const torch::Tensor& expert_ids, int64_t num_experts,
+                             int64_t capacity);
+
+}  // namespace moelab

@@ -1,0 +1,132 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include "model/compute.h"
+#include "model/local_dispatcher.h"
+#include "model/phase_timer.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+BlockImpl::BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx) {
+  attn_norm = register_module("attn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
+  attn = register_module("attn", Attention(cfg));
+  ffn_norm = register_module("ffn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
+  if (cfg.moe.enabled) {
+    auto dispatcher = ctx.make_dispatcher ? ctx.make_dispatcher(layer)
+                                          : std::make_shared<LocalDispatcher>(cfg.moe.num_experts);
+    moe = register_module("moe", MoeLayer(cfg, std::move(dispatcher), ctx.reduce_mean));
+  } else {
+    ffn = register_module("ffn", SwiGLU(cfg.model.d_model, cfg.model.d_ff));
+  }
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute_dtype,
+                                 ModelOutput& out) {
+  torch::Tensor attn_in;
+  {
+    PhaseScope phase(Phase::kNorm);
+    attn_in = attn_norm->forward(h, compute_dtype);
+  }
+  torch::Tensor x;
+  {
+    PhaseScope phase(Phase::kAttention);
+    x = h + attn->forward(attn_in).to(h.scalar_type());
+  }
+  if (!moe) {
+    torch::Tensor ffn_in;
+    {
+      PhaseScope phase(Phase::kNorm);
+      ffn_in = ffn_norm->forward(x, compute_dtype);
+    }
+    PhaseScope phase(Phase::kDenseFfn);
+    return x + ffn->forward(ffn_in).to(x.scalar_type());
+  }
+  torch::Tensor ffn_in;
+  {
+    PhaseScope phase(Phase::kNorm);
+    ffn_in = ffn_norm->forward(x);  // master dtype: the router needs full precision
+  }
+  const int64_t d = x.size(-1);
+  auto moe_out = moe->forward(ffn_in.view({-1, d}), compute_dtype);
+  out.aux_loss = out.aux_loss + moe_out.aux_loss;
+  out.z_loss = out.z_loss + moe_out.z_loss;
+  out.moe_stats.push_back(std::move(moe_out.stats));
+  return x + moe_out.y.to(x.scalar_type()).view(x.sizes());
+}
+
+TransformerImpl::TransformerImpl(const Config& cfg, MoeContext ctx) : cfg_(cfg) {
+  const int64_t vocab = cfg.model.vocab_size, d = cfg.model.d_model;
+  embedding = register_parameter("embedding", torch::empty({vocab, d}));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t l = 0; l < cfg.model.n_layers; ++l) layers->push_back(Block(cfg, l, ctx));
+  final_norm = register_module("final_norm", RMSNorm(d, cfg.model.norm_eps));
+  head =
+      cfg.model.tie_embeddings ? embedding : register_parameter("head", torch::empty({vocab, d}));
+  reset_parameters(cfg.train.seed);
+}
+
+void TransformerImpl::reset_parameters(int64_t seed) {
+  const double std = cfg_.model.init_std;
+  const double out_std =
+      cfg_.model.scaled_residual_init ? std / std::sqrt(2.0 * cfg_.model.n_layers) : std;
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    if (ends_with(name, "norm.weight")) {
+      p.fill_(1.0);
+    } else if (ends_with(name, ".wo") || ends_with(name, ".w2")) {
+      init_normal_keyed(p, seed, name, out_std);
+    } else {
+      init_normal_keyed(p, seed, name, std);
+    }
+  }
+}
+
+bool TransformerImpl::is_expert_parameter(const std::string& name) const {
+  return name.find(".moe.experts.") != std::string::npos;
+}
+
+ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
+  if (tokens.dim() != 2 || tokens.size(1) > cfg_.model.seq_len) {
+    throw InputError("model: expected tokens [batch, seq <= model.seq_len = " +
+                     std::to_string(cfg_.model.seq_len) + "], got " + c10::str(tokens.sizes()));
+  }
+  const auto master = embedding.scalar_type();
+  const auto compute = compute_dtype(cfg_.train.precision, master);
+  ModelOutput out;
+  out.aux_loss = torch::zeros({}, embedding.options());
+  out.z_loss = torch::zeros({}, embedding.options());
+  torch::Tensor h;
+  {
+    PhaseScope phase(Phase::kEmbedding);
+    h = embedding.index_select(0, tokens.reshape(-1)).view({tokens.size(0), tokens.size(1), -1});
+  }
+  for (auto& layer : *layers) h = layer->as<Block>()->forward(h, compute, out);
+  torch::Tensor normed;
+  {
+    PhaseScope phase(Phase::kNorm);
+    normed = final_norm->forward(h, compute);
+  }
+  PhaseScope phase(Phase::kHead);
+  out.logits = project(normed, head);
+  return out;
+}
+
+torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const auto stat_dtype = logits.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat32;
+  const int64_t vocab = logits.size(-1);
+  return torch::cross_entropy_loss(logits.reshape({-1, vocab}).to(stat_dtype), targets.reshape(-1));
+}
+
+}  // namespace moelab

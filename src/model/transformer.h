@@ -1,0 +1,83 @@
+// LLaMA-style decoder: token embedding -> L x [x + Attn(RMSNorm(x));
+// x + FFN(RMSNorm(x))] -> RMSNorm -> head. FFN is a dense SwiGLU or, with
+// moe.enabled, an MoE layer in every block.
+//
+// Precision: parameters and the residual stream stay in the master dtype (fp32,
+// or double after module->to(kDouble)); with train.precision = "bf16" matmuls
+// run in bf16 while RMSNorm statistics, softmax, the router and the loss stay fp32.
+//
+// Initialisation: every parameter is drawn from normal(0, init_std) on its own
+// generator seeded by hash(seed, parameter name) (names carry the layer and the
+// global expert id); output projections (attention wo, FFN/expert w2) use
+// init_std / sqrt(2 * n_layers) when scaled_residual_init; RMSNorm weights are 1.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "model/attention.h"
+#include "model/moe_layer.h"
+#include "model/rmsnorm.h"
+#include "model/swiglu.h"
+#include "model/token_dispatcher.h"
+
+namespace moelab {
+
+struct ModelOutput {
+  torch::Tensor logits;                  // [B, S, V] in the compute dtype
+  torch::Tensor aux_loss;                // scalars (0 for dense), summed over MoE layers,
+  torch::Tensor z_loss;                  // already multiplied by their coefficients
+  std::vector<MoeLayerStats> moe_stats;  // one per MoE layer
+};
+
+struct MoeContext {  // how MoE layers reach other ranks; default = single rank
+  // null = LocalDispatcher holding all experts
+  std::function<std::shared_ptr<TokenDispatcher>(int64_t layer)> make_dispatcher;
+  ReduceMean reduce_mean;  // null = local statistics
+};
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx);
+  // h: [B, S, d] residual stream (master dtype). Appends MoE losses/stats to out.
+  torch::Tensor forward(const torch::Tensor& h, c10::ScalarType compute_dtype, ModelOutput& out);
+
+  RMSNorm attn_norm{nullptr}, ffn_norm{nullptr};
+  Attention attn{nullptr};
+  SwiGLU ffn{nullptr};    // dense blocks
+  MoeLayer moe{nullptr};  // MoE blocks
+};
+TORCH_MODULE(Block);
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  TransformerImpl(const Config& cfg, MoeContext ctx = {});
+  ModelOutput forward(const torch::Tensor& tokens);  // tokens [B, S] int64
+
+  // Routed-expert parameters (held by a subset of ranks, reduced over the
+  // expert-data-parallel group); everything else is replicated on all ranks.
+  bool is_expert_parameter(const std::string& name) const;
+
+  // Re-draws every parameter from (seed, name); the constructor calls it.
+  void reset_parameters(int64_t seed);
+
+  torch::Tensor embedding;  // [V, d]
+  torch::Tensor head;       // [V, d]; the embedding itself when tied
+  torch::nn::ModuleList layers;
+  RMSNorm final_norm{nullptr};
+
+ private:
+  Config cfg_;
+};
+TORCH_MODULE(Transformer);
+
+// Mean token cross-entropy in fp32 (double stays double).
+// logits [B, S, V], targets [B, S] int64.
+torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets);
+
+}  // namespace moelab

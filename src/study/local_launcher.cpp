@@ -1,0 +1,148 @@
+#include "study/local_launcher.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+#include "study/train_command.h"
+
+extern char** environ;
+
+namespace moelab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Running {
+  size_t index;  // into plan.runs
+  Clock::time_point started;
+};
+
+bool starts_with(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+// The parent's environment with OMP_NUM_THREADS set for the child, less the
+// variables this process's own MPI (a singleton world) exported: a child
+// mpirun that sees them exits at once with status 1 and no message.
+std::vector<std::string> child_environment(int64_t threads) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (starts_with(*e, "OMP_NUM_THREADS=") || starts_with(*e, "OMPI_") ||
+        starts_with(*e, "PMIX_") || starts_with(*e, "OPAL_") || starts_with(*e, "ORTE_")) {
+      continue;
+    }
+    env.emplace_back(*e);
+  }
+  env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& words) {
+  std::vector<char*> out;
+  for (auto& w : words) out.push_back(w.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts one run with stdout and stderr appended to `log`; returns its pid.
+pid_t spawn_run(std::vector<std::string> argv, std::vector<std::string> env,
+                const std::string& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  auto args = c_strings(argv);
+  auto envp = c_strings(env);
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  }
+  return pid;
+}
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+}  // namespace
+
+std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t parallel,
+                                               const std::string& binary) {
+  namespace fs = std::filesystem;
+  const auto env = child_environment(plan.threads);
+  std::vector<LocalRunOutcome> outcomes(plan.runs.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlannedRun& run = plan.runs[i];
+    outcomes[i].variant = run.variant;
+    outcomes[i].seed = run.seed;
+    if (fs::exists(run.dir + "/DONE")) {
+      spdlog::info("{} seed {}: already done, skipped", run.variant, run.seed);
+    } else {
+      pending.push_back(i);
+    }
+  }
+  const size_t total = pending.size();
+  size_t next = 0;
+  std::map<pid_t, Running> running;
+  while (next < pending.size() || !running.empty()) {
+    while (next < pending.size() && int64_t(running.size()) < parallel) {
+      const size_t i = pending[next++];
+      const PlannedRun& run = plan.runs[i];
+      const std::string log = run.dir + "/train.log";
+      const auto argv = train_command(run, plan.ranks, binary);
+      spdlog::info("[{}/{}] {} seed {}: started ({}), log {}", next, total, run.variant, run.seed,
+                   shell_join(argv), log);
+      try {
+        running[spawn_run(argv, env, log)] = Running{i, Clock::now()};
+      } catch (const std::exception& e) {
+        outcomes[i].status = LocalRunOutcome::Status::kFailed;
+        outcomes[i].detail = e.what();
+        spdlog::error("{} seed {}: {}", run.variant, run.seed, e.what());
+      }
+    }
+    if (running.empty()) continue;
+    int status = 0;
+    pid_t pid = 0;
+    do {
+      pid = waitpid(-1, &status, 0);
+    } while (pid < 0 && errno == EINTR);
+    auto it = running.find(pid);
+    if (pid < 0 || it == running.end()) continue;  // not one of ours
+    const size_t i = it->second.index;
+    const double seconds = std::chrono::duration<double>(Clock::now() - it->second.started).count();
+    running.erase(it);
+    const PlannedRun& run = plan.runs[i];
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(run.dir + "/DONE");
+    if (ok) {
+      outcomes[i].status = LocalRunOutcome::Status::kFinished;
+      spdlog::info("{} seed {}: finished in {:.1f} s", run.variant, run.seed, seconds);
+    } else {
+      outcomes[i].status = LocalRunOutcome::Status::kFailed;
+      outcomes[i].detail =
+          describe_exit(status) +
+          (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " but no DONE file" : "") + ", log " +
+          run.dir + "/train.log";
+      spdlog::error("{} seed {}: failed after {:.1f} s ({})", run.variant, run.seed, seconds,
+                    outcomes[i].detail);
+    }
+  }
+  return outcomes;
+}
+
+}  // namespace moelab

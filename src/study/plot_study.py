@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Plots a study report: `plot_study.py STUDY_DIR`.
+
+Reads curves.csv (variant,seed,step,tokens,val_loss) and gap_curves.csv
+(pair,seed,step,tokens,gap) written by `moelab report`, and writes
+curves.png (validation loss per variant, mean with a +-1 sample-std band over
+seeds) and gaps.png (each paired gap over training, same band). At a step where
+only one seed has a value the band is omitted (no spread to show).
+"""
+import csv
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def read_series(path, group_key, value_key):
+    """{group: {step: [values over seeds]}} and {group: {step: tokens}}."""
+    values = defaultdict(lambda: defaultdict(list))
+    tokens = defaultdict(dict)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            step = int(row["step"])
+            values[row[group_key]][step].append(float(row[value_key]))
+            tokens[row[group_key]][step] = int(row["tokens"])
+    return values, tokens
+
+
+def plot_bands(ax, values, tokens):
+    for group in sorted(values):
+        steps = sorted(values[group])
+        x = np.array([tokens[group][s] for s in steps], dtype=float)
+        mean = np.array([np.mean(values[group][s]) for s in steps])
+        n = np.array([len(values[group][s]) for s in steps])
+        std = np.array([np.std(values[group][s], ddof=1) if len(values[group][s]) > 1 else 0.0
+                        for s in steps])
+        line, = ax.plot(x, mean, marker="o", markersize=3,
+                        label=f"{group} (n={n.max()})")
+        ax.fill_between(x, mean - std, mean + std, where=n > 1, alpha=0.25,
+                        color=line.get_color(), linewidth=0)
+    ax.set_xlabel("training tokens")
+    ax.grid(alpha=0.3)
+    ax.legend()
+
+
+def save(fig, path):
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: plot_study.py STUDY_DIR")
+    study_dir = sys.argv[1]
+
+    values, tokens = read_series(os.path.join(study_dir, "curves.csv"), "variant", "val_loss")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plot_bands(ax, values, tokens)
+    ax.set_ylabel("validation loss")
+    ax.set_title("Validation loss (mean ± std over seeds)")
+    save(fig, os.path.join(study_dir, "curves.png"))
+
+    values, tokens = read_series(os.path.join(study_dir, "gap_curves.csv"), "pair", "gap")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if values:
+        plot_bands(ax, values, tokens)
+    else:
+        ax.text(0.5, 0.5, "no paired variants finished", ha="center", transform=ax.transAxes)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_ylabel("validation loss gap (a - b)")
+    ax.set_title("Paired gaps over training (mean ± std over seeds)")
+    save(fig, os.path.join(study_dir, "gaps.png"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+#include "study/slurm_scripts.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "study/text_file.h"
+#include "study/train_command.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+std::string sbatch_lines(const std::vector<std::string>& options) {
+  std::string lines;
+  for (const auto& o : options) lines += (lines.empty() ? "" : "\n") + ("#SBATCH " + o);
+  return lines;
+}
+
+// Where a job may run: partition, account, time limit and any extra options.
+std::vector<std::string> placement_options(const SlurmSpec& s) {
+  std::vector<std::string> opts;
+  if (!s.partition.empty()) opts.push_back("--partition=" + s.partition);
+  if (!s.account.empty()) opts.push_back("--account=" + s.account);
+  if (!s.time.empty()) opts.push_back("--time=" + s.time);
+  opts.insert(opts.end(), s.extra.begin(), s.extra.end());
+  return opts;
+}
+
+// The resources of one training run: its ranks, threads per rank and GPUs.
+std::vector<std::string> layout_options(const StudyPlan& plan, const SlurmSpec& s) {
+  std::vector<std::string> opts = {"--nodes=" + std::to_string(s.nodes)};
+  if (s.ntasks_per_node > 0) {
+    opts.push_back("--ntasks-per-node=" + std::to_string(s.ntasks_per_node));
+  } else {
+    opts.push_back("--ntasks=" + std::to_string(plan.ranks));
+  }
+  opts.push_back("--cpus-per-task=" +
+                 std::to_string(s.cpus_per_task > 0 ? s.cpus_per_task : plan.threads));
+  if (s.gpus_per_node > 0) opts.push_back("--gpus-per-node=" + std::to_string(s.gpus_per_node));
+  return opts;
+}
+
+// Runs `command`, returning its stdout; throws with the exit status otherwise.
+std::string run_capturing(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run: " + command);
+  std::string out;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (status != 0) {
+    throw InputError("`" + command + "` failed (" +
+                     (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                        : "status " + std::to_string(status)) +
+                     "): " + out);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_template(const std::string& text,
+                            const std::map<std::string, std::string>& values,
+                            const std::string& source) {
+  std::string out;
+  std::set<std::string> used;
+  size_t pos = 0;
+  while (true) {
+    const size_t open = text.find("{{", pos);
+    if (open == std::string::npos) break;
+    const size_t close = text.find("}}", open);
+    if (close == std::string::npos) {
+      throw InputError(source + ": unterminated '{{' placeholder");
+    }
+    const std::string key = text.substr(open + 2, close - open - 2);
+    const auto it = values.find(key);
+    if (it == values.end()) {
+      throw InputError(source + ": unknown placeholder {{" + key + "}}");
+    }
+    out += text.substr(pos, open - pos) + it->second;
+    used.insert(key);
+    pos = close + 2;
+  }
+  out += text.substr(pos);
+  for (const auto& [key, value] : values) {
+    if (!used.count(key)) {
+      throw InputError(source + ": template lacks the placeholder {{" + key + "}}");
+    }
+  }
+  return out;
+}
+
+std::string parse_sbatch_job_id(const std::string& output) {
+  std::string id;
+  for (char c : output) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      id += c;
+    } else if (!id.empty() || !std::isspace(static_cast<unsigned char>(c))) {
+      break;
+    }
+  }
+  if (id.empty()) {
+    throw InputError("sbatch --parsable printed no job id: '" + output + "'");
+  }
+  return id;
+}
+
+std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const SlurmSpec& slurm,
+                                                const std::string& template_dir,
+                                                const std::string& binary) {
+  const std::string variant_template = template_dir + "/study-variant.sbatch.in";
+  const std::string report_template = template_dir + "/study-report.sbatch.in";
+  const std::string variant_text = read_text_file(variant_template, "sbatch template");
+  const std::string report_text = read_text_file(report_template, "sbatch template");
+  const std::string slurm_dir = plan.out_root + "/slurm";
+  std::vector<std::string> run_options = layout_options(plan, slurm);
+  const auto placement = placement_options(slurm);
+  run_options.insert(run_options.end(), placement.begin(), placement.end());
+  // Slurm does not create the folder of --output; a job whose log cannot be
+  // opened fails to launch.
+  std::filesystem::create_directories(slurm_dir + "/logs");
+  std::vector<SlurmJobScript> scripts;
+  for (const auto& v : plan.variants) {
+    std::string seeds, dirs;
+    for (const auto& r : plan.runs) {
+      if (r.variant != v.name) continue;
+      seeds += (seeds.empty() ? "" : " ") + std::to_string(r.seed);
+      dirs += (dirs.empty() ? "" : " ") + shell_quote(r.dir);
+    }
+    const std::map<std::string, std::string> values = {
+        {"JOB_NAME", plan.name + "-" + v.name},
+        {"ARRAY", "0-" + std::to_string(plan.seeds.size() - 1)},
+        {"LOG_DIR", slurm_dir + "/logs"},
+        {"VARIANT", v.name},
+        {"SBATCH_OPTIONS", sbatch_lines(run_options)},
+        {"SEEDS", seeds},
+        {"RUN_DIRS", dirs},
+        {"THREADS", std::to_string(plan.threads)},
+        {"MOELAB", shell_quote(binary)},
+        {"LAUNCHER", slurm.launcher}};
+    SlurmJobScript script{v.name, slurm_dir + "/" + v.name + ".sbatch"};
+    write_text_atomically(script.path, render_template(variant_text, values, variant_template));
+    scripts.push_back(script);
+  }
+  const std::map<std::string, std::string> values = {{"JOB_NAME", plan.name + "-report"},
+                                                     {"LOG_DIR", slurm_dir + "/logs"},
+                                                     {"SBATCH_OPTIONS", sbatch_lines(placement)},
+                                                     {"MOELAB", shell_quote(binary)},
+                                                     {"OUT_ROOT", shell_quote(plan.out_root)}};
+  SlurmJobScript report{"report", slurm_dir + "/report.sbatch"};
+  write_text_atomically(report.path, render_template(report_text, values, report_template));
+  scripts.push_back(report);
+  return scripts;
+}
+
+std::vector<std::string> submit_slurm_scripts(const std::vector<SlurmJobScript>& scripts) {
+  std::vector<std::string> ids;
+  std::string dependency;
+  for (size_t i = 0; i < scripts.size(); ++i) {
+    const bool is_report = i + 1 == scripts.size();
+    std::string command = "sbatch --parsable";
+    if (is_report && !dependency.empty()) command += " --dependency=afterok" + dependency;
+    command += " " + shell_quote(scripts[i].path);
+    const std::string id = parse_sbatch_job_id(run_capturing(command));
+    spdlog::info("submitted {} as job {}", scripts[i].path, id);
+    ids.push_back(id);
+    dependency += ":" + id;
+  }
+  return ids;
+}
+
+}  // namespace moelab

@@ -1,0 +1,30 @@
+#include "study/stats.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace moelab {
+
+MeanStd mean_std(const std::vector<double>& values) {
+  MeanStd m;
+  m.n = values.size();
+  if (m.n == 0) return m;
+  double sum = 0;
+  for (double v : values) sum += v;
+  m.mean = sum / double(m.n);
+  if (m.n >= 2) {
+    double squares = 0;
+    for (double v : values) squares += (v - m.mean) * (v - m.mean);
+    m.std = std::sqrt(squares / double(m.n - 1));
+  }
+  return m;
+}
+
+std::string format_mean_std(const MeanStd& m, int decimals) {
+  if (m.n == 0) return "—";
+  if (!m.std) return fmt::format("{:.{}f} (n=1)", m.mean, decimals);
+  return fmt::format("{:.{}f} ± {:.{}f}", m.mean, decimals, *m.std, decimals);
+}
+
+}  // namespace moelab

@@ -1,0 +1,316 @@
+#include "study/study_spec.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/load.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string where(const toml::node& n, const std::string& file) {
+  const auto& b = n.source().begin;
+  return file + ":" + std::to_string(b.line) + ":" + std::to_string(b.column);
+}
+
+std::string where(const toml::key& k, const std::string& file) {
+  const auto& b = k.source().begin;
+  return file + ":" + std::to_string(b.line) + ":" + std::to_string(b.column);
+}
+
+// Rejects any key of `table` not in `allowed`, naming the closest allowed one.
+void check_keys(const toml::table& table, const std::vector<std::string>& allowed,
+                const std::string& context, const std::string& file) {
+  for (auto&& [key, node] : table) {
+    const std::string name(key.str());
+    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+    const std::string guess = did_you_mean(name, allowed);
+    std::string known;
+    for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+    throw InputError(where(key, file) + ": unknown key '" + name + "' in " + context +
+                     (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
+                     " (allowed: " + known + ")");
+  }
+}
+
+const toml::node* get(const toml::table& t, const std::string& key) {
+  return t.get(key);
+}
+
+std::string read_string(const toml::table& t, const std::string& key, const std::string& context,
+                        const std::string& file, bool required) {
+  const toml::node* n = get(t, key);
+  if (!n) {
+    if (required) {
+      throw InputError(file + ": " + context + "." + key + " is missing; expected a string");
+    }
+    return "";
+  }
+  if (!n->is_string() || n->as_string()->get().empty()) {
+    throw InputError(where(*n, file) + ": " + context + "." + key + " must be a non-empty string");
+  }
+  return n->as_string()->get();
+}
+
+int64_t read_int(const toml::table& t, const std::string& key, const std::string& context,
+                 const std::string& file, int64_t fallback, int64_t min) {
+  const toml::node* n = get(t, key);
+  if (!n) return fallback;
+  if (!n->is_integer() || n->as_integer()->get() < min) {
+    throw InputError(where(*n, file) + ": " + context + "." + key +
+                     " must be an integer >= " + std::to_string(min));
+  }
+  return n->as_integer()->get();
+}
+
+std::string choice(const toml::table& t, const std::string& key, const std::string& context,
+                   const std::string& file, const std::string& fallback,
+                   const std::vector<std::string>& allowed) {
+  if (!get(t, key)) return fallback;
+  std::string v = read_string(t, key, context, file, true);
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+    std::string known;
+    for (const auto& a : allowed) known += (known.empty() ? "\"" : ", \"") + a + "\"";
+    throw InputError(where(*get(t, key), file) + ": " + context + "." + key + " = \"" + v +
+                     "\": expected one of " + known);
+  }
+  return v;
+}
+
+const toml::table& as_table(const toml::node& n, const std::string& what, const std::string& file) {
+  if (!n.is_table()) throw InputError(where(n, file) + ": " + what + " must be a table");
+  return *n.as_table();
+}
+
+// A config value as the TOML literal `--set` accepts.
+std::string toml_literal(const toml::node& n, const std::string& key, const std::string& file) {
+  std::ostringstream os;
+  if (auto* s = n.as_string()) {
+    os << '"';
+    for (char c : s->get()) {
+      if (c == '"' || c == '\\') os << '\\';
+      os << c;
+    }
+    os << '"';
+  } else if (auto* i = n.as_integer()) {
+    os << i->get();
+  } else if (auto* d = n.as_floating_point()) {
+    os.precision(17);
+    os << d->get();
+    if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
+  } else if (auto* b = n.as_boolean()) {
+    os << (b->get() ? "true" : "false");
+  } else {
+    throw InputError(where(n, file) + ": '" + key +
+                     "': expected a string, number or boolean config value");
+  }
+  return os.str();
+}
+
+// A `set` table of dotted config keys, e.g. { "moe.num_experts" = 4 }. Keys are
+// checked against the config schema here so a typo fails before anything runs.
+std::vector<StudyOverride> read_overrides(const toml::node& node, const std::string& context,
+                                          const std::string& file) {
+  const toml::table& table = as_table(node, context, file);
+  // TOML++ iterates keys sorted by name; file order reads better in messages.
+  std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+  for (auto&& [key, value] : table) entries.emplace_back(&key, &value);
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.first->source().begin;
+    const auto& y = b.first->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  std::vector<StudyOverride> out;
+  for (const auto& [key_ptr, value_ptr] : entries) {
+    const toml::key& key = *key_ptr;
+    const toml::node& value = *value_ptr;
+    const std::string name(key.str());
+    const std::string at = where(key, file);
+    if (value.is_table()) {
+      throw InputError(at + ": " + context + ": '" + name +
+                       "' is a table; write config keys quoted and dotted, e.g. "
+                       "\"moe.num_experts\" = 4");
+    }
+    StudyOverride o{name + "=" + toml_literal(value, name, file), at};
+    Config probe;
+    try {
+      apply_override(probe, o.assignment);
+    } catch (const InputError& e) {
+      throw InputError(at + ": " + context + ": " + e.what());
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<int64_t> read_seeds(const toml::table& study, const std::string& file) {
+  const toml::node* n = get(study, "seeds");
+  if (!n) throw InputError(file + ": study.seeds is missing; expected e.g. seeds = [0, 1, 2]");
+  const toml::array* arr = n->as_array();
+  if (!arr || arr->empty()) {
+    throw InputError(where(*n, file) + ": study.seeds must be a non-empty array of integers");
+  }
+  std::vector<int64_t> seeds;
+  for (const auto& s : *arr) {
+    if (!s.is_integer() || s.as_integer()->get() < 0) {
+      throw InputError(where(s, file) + ": study.seeds: expected integers >= 0");
+    }
+    const int64_t seed = s.as_integer()->get();
+    if (std::find(seeds.begin(), seeds.end(), seed) != seeds.end()) {
+      throw InputError(where(s, file) + ": study.seeds: seed " + std::to_string(seed) +
+                       " appears twice; each seed is one run per variant");
+    }
+    seeds.push_back(seed);
+  }
+  return seeds;
+}
+
+VariantMatch read_match(const toml::node& node, const std::string& context,
+                        const std::string& file) {
+  const toml::table& t = as_table(node, context + ".match", file);
+  check_keys(t, {"variant", "target", "knob"}, context + ".match", file);
+  VariantMatch m;
+  m.variant = read_string(t, "variant", context + ".match", file, true);
+  m.target = choice(t, "target", context + ".match", file, "active", {"active", "total"});
+  m.knob = choice(t, "knob", context + ".match", file, "d_ff", {"d_ff", "d_model"});
+  m.origin = where(node, file);
+  return m;
+}
+
+std::vector<VariantSpec> read_variants(const toml::table& root, const std::string& file) {
+  const toml::node* n = root.get("variant");
+  if (!n) throw InputError(file + ": no [[variant]] tables; a study needs at least one variant");
+  const toml::array* arr = n->as_array();
+  if (!arr || arr->empty()) {
+    throw InputError(where(*n, file) + ": 'variant' must be an array of tables [[variant]]");
+  }
+  std::vector<VariantSpec> variants;
+  std::set<std::string> names;
+  for (const auto& v : *arr) {
+    const toml::table& t = as_table(v, "[[variant]]", file);
+    check_keys(t, {"name", "set", "match"}, "[[variant]]", file);
+    VariantSpec spec;
+    spec.origin = where(v, file);
+    spec.name = read_string(t, "name", "variant", file, true);
+    if (spec.name.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+            std::string::npos ||
+        spec.name[0] == '.') {
+      throw InputError(where(*t.get("name"), file) + ": variant name '" + spec.name +
+                       "' is used as a folder name; use letters, digits, '_', '-', '.'");
+    }
+    if (!names.insert(spec.name).second) {
+      throw InputError(where(*t.get("name"), file) + ": variant '" + spec.name +
+                       "' is defined twice");
+    }
+    const std::string context = "variant '" + spec.name + "'";
+    if (const toml::node* s = t.get("set")) spec.set = read_overrides(*s, context + ".set", file);
+    if (const toml::node* m = t.get("match")) spec.match = read_match(*m, context, file);
+    variants.push_back(std::move(spec));
+  }
+  for (const auto& v : variants) {
+    if (!v.match) continue;
+    if (!names.count(v.match->variant)) {
+      std::vector<std::string> known(names.begin(), names.end());
+      const std::string guess = did_you_mean(v.match->variant, known);
+      throw InputError(v.match->origin + ": variant '" + v.name + "' matches variant '" +
+                       v.match->variant + "', which the study does not define" +
+                       (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    }
+    if (v.match->variant == v.name) {
+      throw InputError(v.match->origin + ": variant '" + v.name + "' cannot match itself");
+    }
+  }
+  return variants;
+}
+
+SlurmSpec read_slurm(const toml::node& node, const std::string& file) {
+  const toml::table& t = as_table(node, "[slurm]", file);
+  check_keys(t,
+             {"partition", "account", "time", "nodes", "ntasks_per_node", "gpus_per_node",
+              "cpus_per_task", "launcher", "extra"},
+             "[slurm]", file);
+  SlurmSpec s;
+  s.partition = read_string(t, "partition", "slurm", file, false);
+  s.account = read_string(t, "account", "slurm", file, false);
+  s.time = read_string(t, "time", "slurm", file, false);
+  s.nodes = read_int(t, "nodes", "slurm", file, 1, 1);
+  s.ntasks_per_node = read_int(t, "ntasks_per_node", "slurm", file, 0, 0);
+  s.gpus_per_node = read_int(t, "gpus_per_node", "slurm", file, 0, 0);
+  s.cpus_per_task = read_int(t, "cpus_per_task", "slurm", file, 0, 0);
+  s.launcher = choice(t, "launcher", "slurm", file, "srun", {"srun", "mpirun"});
+  if (const toml::node* e = t.get("extra")) {
+    const toml::array* arr = e->as_array();
+    if (!arr) throw InputError(where(*e, file) + ": slurm.extra must be an array of strings");
+    for (const auto& x : *arr) {
+      if (!x.is_string() || x.as_string()->get().rfind("--", 0) != 0) {
+        throw InputError(where(x, file) +
+                         ": slurm.extra: expected sbatch options as strings, e.g. \"--qos=low\"");
+      }
+      s.extra.push_back(x.as_string()->get());
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+StudySpec parse_study(const std::string& text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw InputError(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
+                     ": TOML syntax error: " + std::string(e.description()));
+  }
+  check_keys(root, {"study", "variant", "slurm"}, "the study file", path);
+  const toml::node* study_node = root.get("study");
+  if (!study_node) throw InputError(path + ": missing [study] table");
+  const toml::table& study = as_table(*study_node, "[study]", path);
+  check_keys(study,
+             {"name", "base", "seeds", "out_root", "ranks", "threads", "parallel_runs", "set"},
+             "[study]", path);
+
+  StudySpec spec;
+  spec.file = path;
+  spec.name = read_string(study, "name", "study", path, true);
+  const fs::path base = read_string(study, "base", "study", path, true);
+  spec.base =
+      (base.is_absolute() ? base : fs::path(path).parent_path() / base).lexically_normal().string();
+  spec.seeds = read_seeds(study, path);
+  // Like train.out_dir, out_root is relative to the working directory.
+  spec.out_root =
+      fs::absolute(read_string(study, "out_root", "study", path, true)).lexically_normal().string();
+  while (spec.out_root.size() > 1 && spec.out_root.back() == '/') spec.out_root.pop_back();
+  spec.ranks = read_int(study, "ranks", "study", path, 1, 1);
+  spec.threads = read_int(study, "threads", "study", path, 1, 1);
+  spec.parallel_runs = read_int(study, "parallel_runs", "study", path, 1, 1);
+  if (const toml::node* s = study.get("set")) spec.set = read_overrides(*s, "study.set", path);
+  spec.variants = read_variants(root, path);
+  if (const toml::node* s = root.get("slurm")) spec.slurm = read_slurm(*s, path);
+  return spec;
+}
+
+StudySpec load_study(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open study file (" + std::strerror(errno) + ")");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (buf.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw InputError(path + ": study file is empty; expected a [study] table and [[variant]]s");
+  }
+  return parse_study(buf.str(), path);
+}
+
+}  // namespace moelab

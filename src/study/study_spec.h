@@ -1,0 +1,66 @@
+// A study file: one base config, named variants as overrides of it (or dense
+// models matched to another variant's parameter count), a list of seeds, how
+// each run is launched and where the runs go. Parsing is strict: an unknown key
+// is an InputError naming file:line:col with a did-you-mean.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moelab {
+
+// One config override taken from the study file: `key=value` (value in TOML
+// syntax, as `--set` takes it) plus where it was written, for messages.
+struct StudyOverride {
+  std::string assignment;
+  std::string origin;  // "file:line:col"
+};
+
+// A dense variant sized to match another (MoE) variant's parameter count.
+struct VariantMatch {
+  std::string variant;            // the variant it matches
+  std::string target = "active";  // "active" | "total"
+  std::string knob = "d_ff";      // "d_ff" | "d_model"
+  std::string origin;
+};
+
+struct VariantSpec {
+  std::string name;
+  std::vector<StudyOverride> set;  // applied after study.set (and after matching)
+  std::optional<VariantMatch> match;
+  std::string origin;
+};
+
+struct SlurmSpec {
+  std::string partition;
+  std::string account;
+  std::string time;  // sbatch --time, e.g. "01:00:00"
+  int64_t nodes = 1;
+  int64_t ntasks_per_node = 0;  // 0 = study.ranks / nodes
+  int64_t gpus_per_node = 0;
+  int64_t cpus_per_task = 0;       // 0 = study.threads
+  std::string launcher = "srun";   // "srun" (srun --mpi=pmix) | "mpirun"
+  std::vector<std::string> extra;  // further "#SBATCH" options, e.g. "--qos=low"
+};
+
+struct StudySpec {
+  std::string file;  // the study file as given
+  std::string name;
+  std::string base;  // base config path, resolved relative to the study file
+  std::vector<int64_t> seeds;
+  std::string out_root;  // absolute
+  int64_t ranks = 1;     // MPI ranks per run
+  int64_t threads = 1;   // OMP/torch threads per rank
+  int64_t parallel_runs = 1;
+  std::vector<StudyOverride> set;
+  std::vector<VariantSpec> variants;
+  SlurmSpec slurm;
+};
+
+StudySpec load_study(const std::string& path);
+// The same from text; `path` names it in messages and anchors relative paths.
+StudySpec parse_study(const std::string& text, const std::string& path);
+
+}  // namespace moelab

@@ -1,0 +1,41 @@
+#include "train/evaluate_checkpoint.h"
+
+#include "comm/process_groups.h"
+#include "config/load.h"
+#include "data/validation_set.h"
+#include "model/transformer.h"
+#include "train/checkpoint_io.h"
+#include "train/evaluator.h"
+#include "util/error.h"
+
+namespace moelab {
+
+EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
+  LoadedCheckpoint ckpt = load_checkpoint(opts.checkpoint);
+  if (!ckpt.meta.contains("config") || !ckpt.meta["config"].is_string()) {
+    throw InputError(opts.checkpoint + "/meta.json: no \"config\" entry; not a moelab run checkpoint");
+  }
+  Config cfg = parse_config(ckpt.meta["config"].get<std::string>(), opts.checkpoint + "/meta.json",
+                            {"parallel.ep=1", "checkpoint.resume=none"});
+  if (!opts.data_dir.empty()) cfg.data.dir = opts.data_dir;
+  const std::string split = opts.split.empty() ? cfg.data.val_split : opts.split;
+
+  ProcessGroups groups = make_process_groups(cfg);
+  ValidationSet val(cfg.data.dir, split, cfg.model.seq_len, opts.max_windows);
+  check_vocab_matches(val.info(), cfg.model.vocab_size);
+
+  Transformer model(cfg);
+  torch::NoGradGuard no_grad;
+  for (auto& np : model->named_parameters()) {
+    auto it = ckpt.tensors.find(np.key());
+    if (it == ckpt.tensors.end() || it->second.sizes() != np.value().sizes()) {
+      throw InputError(opts.checkpoint + ": tensor '" + np.key() +
+                       "' is missing or has another shape than the model built from its config");
+    }
+    np.value().copy_(it->second);
+  }
+  EvalResult r = evaluate(model, val, opts.batch_seqs, groups.dp.get(), torch::Device(torch::kCPU));
+  return {ckpt.step, split, r.loss, r.tokens};
+}
+
+}  // namespace moelab

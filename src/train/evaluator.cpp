@@ -1,0 +1,49 @@
+#include "train/evaluator.h"
+
+#include <algorithm>
+
+namespace moelab {
+
+EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
+                    Communicator* dp, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const int rank = dp ? dp->rank() : 0;
+  const int ranks = dp ? dp->size() : 1;
+  const int64_t n = val.size();
+  const int64_t begin = n * rank / ranks;
+  const int64_t end = n * (rank + 1) / ranks;
+  const int64_t most = (n + ranks - 1) / ranks;  // windows on the busiest rank
+  const int64_t passes = (most + batch_seqs - 1) / batch_seqs;
+
+  // Summed in double so the mean does not depend on how windows are batched.
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  for (int64_t p = 0; p < passes; ++p) {
+    const int64_t lo = begin + p * batch_seqs;
+    const int64_t hi = std::min(end, lo + batch_seqs);
+    // A rank out of windows still joins the pass with one window, weighted 0.
+    const bool padding = lo >= hi;
+    torch::Tensor windows = padding ? val.windows(0, 1) : val.windows(lo, hi);
+    windows = windows.to(device);
+    auto inputs = windows.narrow(1, 0, windows.size(1) - 1);
+    auto targets = windows.narrow(1, 1, windows.size(1) - 1);
+    ModelOutput out = model->forward(inputs);
+    if (padding) continue;
+    // fp32 at least (bf16 logits would round the loss); double stays double.
+    auto logits = out.logits.scalar_type() == torch::kDouble ? out.logits
+                                                             : out.logits.to(torch::kFloat);
+    auto per_token = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    loss_sum += per_token.to(torch::kDouble).sum().item<double>();
+    tokens += targets.numel();
+  }
+  auto totals = torch::tensor({loss_sum, double(tokens)}, torch::kDouble);
+  if (dp && ranks > 1) dp->all_reduce_sum(totals);
+  EvalResult r;
+  r.tokens = int64_t(totals[1].item<double>());
+  r.loss = totals[0].item<double>() / double(r.tokens);
+  return r;
+}
+
+}  // namespace moelab

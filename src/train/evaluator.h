@@ -1,0 +1,24 @@
+// Validation loss: the exact token-weighted mean of the language-model loss
+// (no auxiliary losses) over the fixed validation windows, whatever the number
+// of ranks. Windows are split evenly over data-parallel ranks; every rank runs
+// the same number of forward passes (MoE layers exchange tokens collectively),
+// padding with zero-weight batches where it has fewer windows.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "comm/communicator.h"
+#include "data/validation_set.h"
+#include "model/transformer.h"
+
+namespace moelab {
+
+struct EvalResult {
+  double loss = 0;
+  int64_t tokens = 0;
+};
+
+EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
+                    Communicator* dp, const torch::Device& device);
+
+}  // namespace moelab

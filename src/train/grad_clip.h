@@ -1,0 +1,29 @@
+// Gradient clipping by the global norm, split into pieces so the norm can span
+// ranks: each rank sums the squares of the gradients it owns, a caller-supplied
+// reduction adds those sums over the ranks, and every rank scales by the same factor.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+namespace moelab {
+
+// Sum of squared gradient entries over `params` (undefined gradients count as
+// zero), accumulated in fp64 whatever the gradient dtype.
+double local_grad_sq_norm(const std::vector<torch::Tensor>& params);
+
+// Multiplies every defined gradient by `factor` in place.
+void scale_grads(const std::vector<torch::Tensor>& params, double factor);
+
+// Returns the global gradient norm before clipping: sqrt(reduce_sum(local sum of
+// squares)). When max_norm > 0 and the norm exceeds it, gradients are scaled by
+// max_norm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_ does. A non-finite
+// norm leaves the gradients alone: the caller should skip that step.
+// reduce_sum is the identity on one rank; with data parallelism it must count each
+// distinct gradient once (replicated gradients on one rank of their group only).
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
+                      const std::function<double(double)>& reduce_sum);
+
+}  // namespace moelab

@@ -1,0 +1,43 @@
+// Rank 0's run logs: metrics.jsonl (one JSON object per line) and val.csv. Both
+// can resume: lines after the checkpoint's step are dropped, so a resumed run ends
+// with the same files as an uninterrupted one (up to timing fields).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace moelab {
+
+// resumed_step < 0 starts a fresh file; otherwise the existing file keeps its lines
+// with step <= resumed_step. A torn last line (a crash mid-write) is dropped with a
+// warning; any other unreadable line is an InputError naming the file and line.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& run_dir, int64_t resumed_step = -1);
+  // `record` must hold an integer "step". Written and flushed as one line.
+  void write(const nlohmann::json& record);
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+// val.csv: "step,tokens,val_loss,best_val_loss", header once.
+class ValLog {
+ public:
+  explicit ValLog(const std::string& run_dir, int64_t resumed_step = -1);
+  // Appends a row (losses in shortest round-trip form, so a resumed run restores
+  // the best loss exactly) and returns the best validation loss so far, this one included.
+  double write(int64_t step, int64_t tokens, double val_loss);
+  double best_val_loss() const { return best_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  double best_ = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace moelab

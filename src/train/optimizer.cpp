@@ -1,0 +1,101 @@
+#include "train/optimizer.h"
+
+#include <c10/util/string_utils.h>
+
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+// LibTorch keys per-parameter optimizer state by the address of the tensor's impl.
+std::string state_key(const torch::Tensor& param) {
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+}
+
+// "optim/<name>/<field>": the prefix keeps these apart from the parameter named
+// <name> itself, which an HDF5 file could not hold beside a group of that name.
+std::string state_name(const std::string& param_name, const std::string& field) {
+  return "optim/" + param_name + "/" + field;
+}
+
+const torch::Tensor& state_entry(const std::map<std::string, torch::Tensor>& state,
+                                 const std::string& param_name, const std::string& field) {
+  const auto it = state.find(state_name(param_name, field));
+  if (it == state.end()) {
+    throw InputError("optimizer state has no '" + field + "' for parameter '" + param_name +
+                     "' (checkpoint from a different model?)");
+  }
+  return it->second;
+}
+
+torch::Tensor moment_like(const torch::Tensor& saved, const torch::Tensor& param,
+                          const std::string& param_name, const std::string& field) {
+  if (saved.sizes() != param.sizes()) {
+    std::ostringstream message;
+    message << "optimizer state '" << state_name(param_name, field) << "' has shape "
+            << saved.sizes() << " but the parameter has shape " << param.sizes();
+    throw InputError(message.str());
+  }
+  return saved.to(param.options(), /*non_blocking=*/false, /*copy=*/true).contiguous();
+}
+
+}  // namespace
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
+                                                const OptimConfig& cfg) {
+  std::vector<torch::Tensor> decayed;
+  std::vector<torch::Tensor> not_decayed;
+  for (const auto& [name, param] : named_params) {
+    (param.dim() >= 2 ? decayed : not_decayed).push_back(param);
+  }
+  const auto options = [&](double weight_decay) {
+    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(cfg.lr)
+                                                            .betas({cfg.beta1, cfg.beta2})
+                                                            .eps(cfg.eps)
+                                                            .weight_decay(weight_decay));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decayed, options(cfg.weight_decay));
+  groups.emplace_back(not_decayed, options(0.0));
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), *options(cfg.weight_decay));
+}
+
+std::map<std::string, torch::Tensor> optimizer_state_tensors(const torch::optim::AdamW& optimizer,
+                                                             const NamedParams& named_params) {
+  std::map<std::string, torch::Tensor> tensors;
+  const auto& states = optimizer.state();
+  for (const auto& [name, param] : named_params) {
+    const auto it = states.find(state_key(param));
+    if (it == states.end()) {
+      tensors[state_name(name, "exp_avg")] = torch::zeros_like(param);
+      tensors[state_name(name, "exp_avg_sq")] = torch::zeros_like(param);
+      tensors[state_name(name, "step")] = torch::tensor(int64_t{0});
+      continue;
+    }
+    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    tensors[state_name(name, "exp_avg")] = adam.exp_avg();
+    tensors[state_name(name, "exp_avg_sq")] = adam.exp_avg_sq();
+    tensors[state_name(name, "step")] = torch::tensor(adam.step());
+  }
+  return tensors;
+}
+
+void load_optimizer_state(torch::optim::AdamW& optimizer, const NamedParams& named_params,
+                          const std::map<std::string, torch::Tensor>& state) {
+  auto& states = optimizer.state();
+  for (const auto& [name, param] : named_params) {
+    const torch::Tensor& step = state_entry(state, name, "step");
+    if (step.numel() != 1) {
+      throw InputError("optimizer state '" + state_name(name, "step") +
+                       "' must hold one number, found " + std::to_string(step.numel()));
+    }
+    auto adam = std::make_unique<torch::optim::AdamWParamState>();
+    adam->step(step.item<int64_t>());
+    adam->exp_avg(moment_like(state_entry(state, name, "exp_avg"), param, name, "exp_avg"));
+    adam->exp_avg_sq(
+        moment_like(state_entry(state, name, "exp_avg_sq"), param, name, "exp_avg_sq"));
+    states[state_key(param)] = std::move(adam);
+  }
+}
+
+}  // namespace moelab

@@ -1,0 +1,39 @@
+// AdamW with decoupled weight decay on weight matrices only, and its state as
+// named tensors so checkpoints store it by parameter name (rank-count agnostic).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+
+namespace moelab {
+
+using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// Two parameter groups: tensors with dim >= 2 (matrices, embeddings, experts) get
+// cfg.weight_decay; vectors (norm gains) get none, as decaying them toward zero
+// only fights the normalisation.
+std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
+                                                const OptimConfig& cfg);
+
+// "optim/<name>/exp_avg", "optim/<name>/exp_avg_sq" and "optim/<name>/step" (int64
+// scalar) for every
+// parameter; a parameter the optimizer has not stepped yet reports zeros and step 0,
+// which is exactly the state AdamW would create for it. The moments share storage
+// with the live state. The "optim/" prefix lets them share a tensor file with the
+// parameters (a bare "<name>/..." would make <name> an HDF5 group).
+std::map<std::string, torch::Tensor> optimizer_state_tensors(const torch::optim::AdamW& optimizer,
+                                                             const NamedParams& named_params);
+
+// Restores what optimizer_state_tensors() produced. A parameter whose entries are
+// missing or have the wrong shape is an InputError naming the parameter.
+void load_optimizer_state(torch::optim::AdamW& optimizer, const NamedParams& named_params,
+                          const std::map<std::string, torch::Tensor>& state);
+
+}  // namespace moelab

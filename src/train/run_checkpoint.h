@@ -1,0 +1,42 @@
+// A run's checkpoint: model and optimizer tensors by parameter name (experts
+// under their global id) plus the loop state, saved collectively so the same
+// checkpoint loads at any world size and expert-parallel layout.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "comm/process_groups.h"
+#include "config/config.h"
+#include "data/batch_loader.h"
+#include "train/optimizer.h"
+
+namespace moelab {
+
+struct TrainState {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  LoaderState loader;
+  double best_val_loss = std::numeric_limits<double>::infinity();
+  int64_t nonfinite_total = 0;
+  int64_t nonfinite_in_a_row = 0;
+};
+
+// Rank 0 writes the replicated tensors; the first holder of each expert writes
+// that expert's tensors; rank 0 then checksums and publishes the folder.
+void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
+                         const NamedParams& replicated, const NamedParams& experts,
+                         const torch::optim::AdamW& optimizer, const TrainState& state);
+
+// Per checkpoint.resume: "none" → nullopt; "auto" → the newest valid checkpoint
+// in the run folder (nullopt if there is none); a path → that checkpoint.
+// Loads this rank's parameters and optimizer state; InputError naming the
+// checkpoint and tensor when it does not fit the model.
+std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
+                                                 const NamedParams& params,
+                                                 torch::optim::AdamW& optimizer);
+
+}  // namespace moelab

@@ -1,0 +1,303 @@
+#include "train/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "comm/all_to_all_dispatcher.h"
+#include "comm/process_groups.h"
+#include "config/load.h"
+#include "data/batch_loader.h"
+#include "data/validation_set.h"
+#include "model/transformer.h"
+#include "train/durable_file.h"
+#include "train/evaluator.h"
+#include "train/grad_clip.h"
+#include "train/grad_sync.h"
+#include "train/lr_schedule.h"
+#include "train/metrics_log.h"
+#include "train/mfu.h"
+#include "train/nonfinite_guard.h"
+#include "train/progress.h"
+#include "train/run_checkpoint.h"
+#include "util/error.h"
+#include "util/version.h"
+
+namespace moelab {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::vector<torch::Tensor> tensors(const NamedParams& named) {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, p] : named) out.push_back(p);
+  return out;
+}
+
+torch::Device device_of(const Config& cfg) {
+  if (cfg.train.device == "cuda") {
+    if (!torch::cuda::is_available()) {
+      throw InputError(cfg.source + ": train.device = \"cuda\" but no CUDA device is usable " +
+                       "(is moelab built against a CUDA LibTorch, on a machine with a GPU?)");
+    }
+    return torch::Device(torch::kCUDA, 0);
+  }
+  return torch::Device(torch::kCPU);
+}
+
+int64_t global_batch_seqs(const Config& cfg) {
+  return cfg.train.batch_tokens > 0 ? cfg.train.batch_tokens / cfg.model.seq_len
+                                    : cfg.train.batch_seqs;
+}
+
+MoeContext moe_context(const Config& cfg, const ProcessGroups& groups) {
+  MoeContext ctx;
+  if (!cfg.moe.enabled) return ctx;
+  if (groups.ep_size > 1) {
+    auto ep = groups.ep;
+    const int64_t experts = cfg.moe.num_experts;
+    ctx.make_dispatcher = [ep, experts](int64_t) {
+      return std::make_shared<AllToAllDispatcher>(ep, experts);
+    };
+  }
+  if (cfg.moe.stats == "global" && groups.dp->size() > 1) {
+    auto dp = groups.dp;
+    ctx.reduce_mean = [dp](const torch::Tensor& t) {
+      auto sum = t.detach().clone();
+      dp->all_reduce_sum(sum);
+      return sum / double(dp->size());
+    };
+  }
+  return ctx;
+}
+
+// config.resolved.toml (with the commit) and run.json, written by rank 0.
+void write_run_files(const Config& cfg, const ProcessGroups& groups) {
+  fs::create_directories(cfg.train.out_dir);
+  write_file_durably(cfg.train.out_dir + "/config.resolved.toml",
+                     "# moelab " + std::string(git_commit()) + ", resolved from " + cfg.source +
+                         "\n" + to_toml(cfg));
+  nlohmann::json run = {{"git_commit", git_commit()},
+                        {"config_source", cfg.source},
+                        {"world_size", groups.world->size()},
+                        {"ep", groups.ep_size},
+                        {"backend", groups.backend},
+                        {"layout", groups.layout()},
+                        {"threads_per_rank", torch::get_num_threads()}};
+  write_file_durably(cfg.train.out_dir + "/run.json", run.dump(2) + "\n");
+}
+
+// Per-layer router statistics averaged over ranks, for metrics.jsonl.
+nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world) {
+  if (stats.empty()) return nullptr;
+  std::vector<torch::Tensor> parts;
+  for (const auto& s : stats) {
+    parts.push_back(s.load.to(torch::kCPU, torch::kDouble));
+    parts.push_back(torch::tensor({s.drop_fraction, s.router_entropy}, torch::kDouble));
+  }
+  auto flat = torch::cat(parts);
+  world.all_reduce_sum(flat);
+  flat /= double(world.size());
+  nlohmann::json load_ratio = nlohmann::json::array(), drop = nlohmann::json::array(),
+                 entropy = nlohmann::json::array();
+  int64_t offset = 0;
+  for (const auto& s : stats) {
+    auto load = flat.narrow(0, offset, s.load.numel());
+    load_ratio.push_back((load.max() / load.mean()).item<double>());
+    drop.push_back(flat[offset + s.load.numel()].item<double>());
+    entropy.push_back(flat[offset + s.load.numel() + 1].item<double>());
+    offset += s.load.numel() + 2;
+  }
+  return {{"expert_load_max_over_mean", load_ratio},
+          {"drop_fraction", drop},
+          {"router_entropy", entropy}};
+}
+
+}  // namespace
+
+TrainSummary run_training(const Config& cfg) {
+  const auto started = Clock::now();
+  ProcessGroups groups = make_process_groups(cfg);
+  Communicator& world = *groups.control;
+  const int rank = world.rank();
+  const int world_size = world.size();
+  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
+  const torch::Device device = device_of(cfg);
+  if (rank == 0) spdlog::info("layout: {}", groups.layout());
+
+  const int64_t batch_seqs = global_batch_seqs(cfg);
+  BatchLoader loader(cfg.data.dir, cfg.data.train_split, cfg.model.seq_len, batch_seqs, rank,
+                     world_size, uint64_t(cfg.train.seed), int(cfg.data.prefetch));
+  ValidationSet val(cfg.data.dir, cfg.data.val_split, cfg.model.seq_len, cfg.eval.max_windows);
+  check_vocab_matches(loader.info(), cfg.model.vocab_size);
+  check_same_tokenizer(loader.info(), val.info());
+
+  const int64_t local_seqs = batch_seqs / world_size;
+  const int64_t micro_seqs =
+      cfg.train.micro_batch_seqs > 0 ? std::min(cfg.train.micro_batch_seqs, local_seqs) : local_seqs;
+  if (local_seqs % micro_seqs != 0) {
+    throw InputError(cfg.source + ": train.micro_batch_seqs = " + std::to_string(micro_seqs) +
+                     " must divide the per-rank batch of " + std::to_string(local_seqs) +
+                     " sequences");
+  }
+
+  Transformer model(cfg, moe_context(cfg, groups));
+  model->to(device);
+  NamedParams replicated, experts, all;
+  for (auto& np : model->named_parameters()) {
+    (model->is_expert_parameter(np.key()) ? experts : replicated).emplace_back(np.key(), np.value());
+    all.emplace_back(np.key(), np.value());
+  }
+  auto optimizer = make_adamw(all, cfg.optim);
+  GradSync replicated_sync(tensors(replicated), groups.dp, world_size);
+  GradSync expert_sync(tensors(experts), groups.expert_dp, world_size);
+  const auto all_tensors = tensors(all);
+
+  TrainState state;
+  int64_t resumed_step = -1;  // -1: a fresh run starts its logs anew
+  if (auto resumed = restore_run_checkpoint(cfg, groups, all, *optimizer)) {
+    state = *resumed;
+    resumed_step = state.step;
+    loader.restore(state.loader);
+  }
+  NonfiniteGuard guard(cfg.train.max_nonfinite_steps);
+  guard.restore(state.nonfinite_total, state.nonfinite_in_a_row);
+
+  std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<ValLog> val_log;
+  std::unique_ptr<Progress> progress;
+  double peak_flops = 0;
+  const double flops_per_token = model_flops_per_token(cfg);
+  if (rank == 0) {
+    write_run_files(cfg, groups);
+    metrics = std::make_unique<MetricsLog>(cfg.train.out_dir, resumed_step);
+    val_log = std::make_unique<ValLog>(cfg.train.out_dir, resumed_step);
+    progress = std::make_unique<Progress>(cfg.train.max_steps, cfg.log.progress);
+    peak_flops = matmul_peak_flops(
+        cfg.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat, torch::get_num_threads());
+  }
+
+  auto run_eval = [&] {
+    EvalResult r = evaluate(model, val, cfg.eval.batch_seqs, groups.dp.get(), device);
+    state.best_val_loss = std::min(state.best_val_loss, r.loss);
+    if (rank == 0) {
+      val_log->write(state.step, state.tokens, r.loss);
+      spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state.step, r.loss,
+                   state.best_val_loss);
+    }
+    return r.loss;
+  };
+
+  TrainSummary summary;
+  const int64_t tokens_per_step = batch_seqs * cfg.model.seq_len;
+  if (state.step == 0) summary.last_val_loss = run_eval();  // the curve starts at initialisation
+
+  while (state.step < cfg.train.max_steps) {
+    const auto t0 = Clock::now();
+    const double lr = lr_at(state.step + 1, cfg.train.max_steps, cfg.optim);  // the update about to be applied, counted from 1
+    set_lr(*optimizer, lr);
+    optimizer->zero_grad();
+
+    torch::Tensor batch = loader.next().to(device);
+    double lm_sum = 0, aux_sum = 0, z_sum = 0;
+    std::vector<MoeLayerStats> stats;
+    for (int64_t m = 0; m < local_seqs; m += micro_seqs) {
+      auto chunk = batch.narrow(0, m, micro_seqs);
+      auto inputs = chunk.narrow(1, 0, cfg.model.seq_len);
+      auto targets = chunk.narrow(1, 1, cfg.model.seq_len);
+      ModelOutput out = model->forward(inputs);
+      auto lm = lm_loss(out.logits, targets);
+      const double weight = double(micro_seqs) / double(local_seqs);
+      ((lm + out.aux_loss + out.z_loss) * weight).backward();
+      lm_sum += lm.item<double>() * weight;
+      aux_sum += out.aux_loss.item<double>() * weight;
+      z_sum += out.z_loss.item<double>() * weight;
+      stats = std::move(out.moe_stats);
+    }
+    replicated_sync.sync();
+    expert_sync.sync();
+
+    // Replicated gradients are identical everywhere after the sync; the experts
+    // of one expert-parallel group are disjoint, so their norms add over it.
+    auto expert_sq = torch::tensor({local_grad_sq_norm(expert_sync.params())}, torch::kDouble);
+    if (groups.ep_size > 1) groups.ep->all_reduce_sum(expert_sq);
+    const double grad_norm =
+        std::sqrt(local_grad_sq_norm(replicated_sync.params()) + expert_sq.item<double>());
+    auto losses = torch::tensor({lm_sum, aux_sum, z_sum}, torch::kDouble);
+    world.all_reduce_sum(losses);
+    losses /= double(world_size);
+    const double loss = losses[0].item<double>();
+
+    // Every rank sees the same reduced loss and norm, so all skip together.
+    const bool skip = guard.should_skip(std::isfinite(grad_norm) ? loss : NAN);
+    if (!skip) {
+      if (cfg.optim.grad_clip > 0 && grad_norm > cfg.optim.grad_clip) {
+        scale_grads(all_tensors, cfg.optim.grad_clip / (grad_norm + 1e-6));
+      }
+      optimizer->step();
+    } else if (rank == 0) {
+      spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)",
+                   state.step, guard.consecutive());
+    }
+    state.step += 1;
+    state.tokens += tokens_per_step;
+    state.loader = loader.state();
+    state.nonfinite_total = guard.total();
+    state.nonfinite_in_a_row = guard.consecutive();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double tokens_per_s = double(tokens_per_step) / seconds;
+
+    const bool log_now = state.step % cfg.log.interval == 0 || state.step == cfg.train.max_steps;
+    nlohmann::json moe = log_now ? moe_metrics(stats, world) : nullptr;
+    if (rank == 0) {
+      progress->update(state.step, loss, tokens_per_s, lr);
+      if (log_now) {
+        nlohmann::json line = {
+            {"step", state.step},     {"tokens", state.tokens},
+            {"lr", lr},               {"loss", loss},
+            {"aux_loss", losses[1].item<double>()},
+            {"z_loss", losses[2].item<double>()},
+            {"grad_norm", grad_norm}, {"tokens_per_s", tokens_per_s},
+            {"mfu", flops_per_token * tokens_per_s / (peak_flops * world_size)},
+            {"skipped", skip},        {"nonfinite_total", state.nonfinite_total}};
+        if (!moe.is_null()) line["moe"] = moe;
+        metrics->write(line);
+      }
+    }
+    if (guard.exhausted()) {
+      summary.stopped_nonfinite = true;
+      spdlog::error("stopping: {} non-finite losses in a row (train.max_nonfinite_steps)",
+                    guard.consecutive());
+      break;
+    }
+    const bool last = state.step == cfg.train.max_steps;
+    if ((cfg.eval.interval > 0 && state.step % cfg.eval.interval == 0) || last) {
+      summary.last_val_loss = run_eval();
+    }
+    if ((cfg.checkpoint.interval > 0 && state.step % cfg.checkpoint.interval == 0) || last) {
+      save_run_checkpoint(cfg, groups, replicated, experts, *optimizer, state);
+    }
+  }
+  if (rank == 0) progress->finish();
+
+  summary.steps = state.step;
+  summary.tokens = state.tokens;
+  summary.best_val_loss = state.best_val_loss;
+  summary.nonfinite_steps = state.nonfinite_total;
+  if (rank == 0 && !summary.stopped_nonfinite) {
+    nlohmann::json done = {{"steps", summary.steps},
+                           {"tokens", summary.tokens},
+                           {"best_val_loss", summary.best_val_loss},
+                           {"final_val_loss", summary.last_val_loss},
+                           {"nonfinite_steps", summary.nonfinite_steps},
+                           {"wall_seconds", std::chrono::duration<double>(Clock::now() - started).count()}};
+    write_file_durably(cfg.train.out_dir + "/DONE", done.dump(2) + "\n");
+  }
+  return summary;
+}
+
+}  // namespace moelab

@@ -1,0 +1,10 @@
+#pragma once
+
+namespace moelab {
+
+// Keeps glibc from returning large, short-lived tensor buffers to the OS after
+// every use: each step frees and re-allocates the same multi-MB activations, and
+// the mmap/munmap + page-fault round trip made token dispatch ~20x slower.
+void keep_freed_memory();
+
+}  // namespace moelab

@@ -1,0 +1,130 @@
+// The loader on synthetic datasets whose token at global position p is
+// p % vocab, so every window's expected contents are known exactly.
+#include "data/batch_loader.h"
+
+#include <set>
+
+#include "data/seeded_permutation.h"
+#include "data/validation_set.h"
+#include "data_test_util.h"
+
+namespace moelab {
+namespace {
+
+using testing::expect_input_error;
+using testing::TempDir;
+using testing::write_counting_split;
+
+constexpr int64_t kVocab = 1000;
+constexpr int64_t kSeqLen = 7;            // windows of 8 tokens
+constexpr int64_t kTokens = 8 * 103 + 5;  // 103 windows and a short tail
+
+torch::Tensor expected_window(int64_t index) {
+  return torch::arange(index * (kSeqLen + 1), (index + 1) * (kSeqLen + 1), torch::kInt64) % kVocab;
+}
+
+class BatchLoaderTest : public ::testing::Test {
+ protected:
+  // 7-token documents and 50-token shards: windows straddle documents and shards.
+  void SetUp() override { write_counting_split(dir_.str(), "train", kTokens, 7, 50, kVocab); }
+  BatchLoader loader(int64_t batch, int rank, int size, int prefetch = 2, uint64_t seed = 3) {
+    return BatchLoader(dir_.str(), "train", kSeqLen, batch, rank, size, seed, prefetch);
+  }
+  TempDir dir_;
+};
+
+TEST(SeededPermutation, IsAPermutationThatDependsOnSeedAndStream) {
+  const auto a = seeded_permutation(1000, 1, 0);
+  EXPECT_EQ(std::set<int64_t>(a.begin(), a.end()).size(), 1000u);
+  EXPECT_EQ(*std::min_element(a.begin(), a.end()), 0);
+  EXPECT_EQ(*std::max_element(a.begin(), a.end()), 999);
+  EXPECT_EQ(a, seeded_permutation(1000, 1, 0));
+  EXPECT_NE(a, seeded_permutation(1000, 2, 0));
+  EXPECT_NE(a, seeded_permutation(1000, 1, 1));
+}
+
+TEST_F(BatchLoaderTest, BatchesHoldThePermutedWindows) {
+  BatchLoader single(dir_.str(), "train", kSeqLen, 8, 0, 1, 3, 0);
+  EXPECT_EQ(single.windows_per_epoch(), 103);
+  EXPECT_EQ(single.batches_per_epoch(), 12);
+  const auto order = seeded_permutation(103, 3, 0);
+  for (int b = 0; b < 3; ++b) {
+    const torch::Tensor batch = single.next();
+    ASSERT_EQ(batch.sizes(), (std::vector<int64_t>{8, kSeqLen + 1}));
+    ASSERT_EQ(batch.dtype(), torch::kInt64);
+    for (int row = 0; row < 8; ++row) {
+      EXPECT_TRUE(batch[row].equal(expected_window(order[b * 8 + row]))) << b << "," << row;
+    }
+  }
+}
+
+TEST_F(BatchLoaderTest, GlobalBatchIsTheSameForOneTwoAndFourRanks) {
+  BatchLoader one = loader(8, 0, 1);
+  std::vector<std::unique_ptr<BatchLoader>> two, four;
+  for (int r = 0; r < 2; ++r) {
+    two.push_back(std::make_unique<BatchLoader>(dir_.str(), "train", kSeqLen, 8, r, 2, 3, 2));
+  }
+  for (int r = 0; r < 4; ++r) {
+    four.push_back(std::make_unique<BatchLoader>(dir_.str(), "train", kSeqLen, 8, r, 4, 3, 0));
+  }
+  // 30 batches cross the epoch boundary (12 batches per epoch).
+  for (int step = 0; step < 30; ++step) {
+    const torch::Tensor reference = one.next();
+    std::vector<torch::Tensor> slices2, slices4;
+    for (auto& l : two) slices2.push_back(l->next());
+    for (auto& l : four) slices4.push_back(l->next());
+    EXPECT_EQ(slices4[0].size(0), 2);
+    EXPECT_TRUE(torch::cat(slices2).equal(reference)) << "step " << step;
+    EXPECT_TRUE(torch::cat(slices4).equal(reference)) << "step " << step;
+  }
+  EXPECT_EQ(one.state().epoch, 2);
+  EXPECT_EQ(one.state().position, 6);
+}
+
+TEST_F(BatchLoaderTest, ResumeMidEpochGivesTheExactNextBatch) {
+  BatchLoader uninterrupted = loader(4, 1, 2);
+  std::vector<torch::Tensor> expected;
+  for (int step = 0; step < 40; ++step) expected.push_back(uninterrupted.next());
+
+  BatchLoader first = loader(4, 1, 2);
+  for (int step = 0; step < 17; ++step) first.next();
+  const LoaderState saved = first.state();
+  EXPECT_EQ(saved.epoch, 0);
+  EXPECT_EQ(saved.position, 17);
+
+  for (int prefetch : {0, 3}) {
+    BatchLoader resumed = loader(4, 1, 2, prefetch);
+    resumed.next();  // consumed before the restore: must not matter
+    resumed.restore(saved);
+    for (int step = 17; step < 40; ++step) {
+      EXPECT_TRUE(resumed.next().equal(expected[step]))
+          << "prefetch " << prefetch << " step " << step;
+    }
+  }
+}
+
+TEST_F(BatchLoaderTest, DifferentSeedsGiveDifferentOrders) {
+  BatchLoader a = loader(8, 0, 1, 0, 1);
+  BatchLoader b = loader(8, 0, 1, 0, 2);
+  EXPECT_FALSE(a.next().equal(b.next()));
+}
+
+TEST_F(BatchLoaderTest, RejectsBadBatchShapes) {
+  expect_input_error([&] { loader(6, 0, 4); }, "multiple of the data-parallel size 4");
+  expect_input_error([&] { loader(104, 0, 1); }, "fewer than one global batch");
+  expect_input_error([&] { loader(8, 0, 1).restore({0, 13}); }, "does not fit");
+}
+
+TEST_F(BatchLoaderTest, ValidationWindowsAreFixedAndOrdered) {
+  ValidationSet all(dir_.str(), "train", kSeqLen, 0);
+  EXPECT_EQ(all.size(), 103);
+  const torch::Tensor windows = all.windows(100, 103);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(windows[i].equal(expected_window(100 + i)));
+  ValidationSet capped(dir_.str(), "train", kSeqLen, 10);
+  EXPECT_EQ(capped.size(), 10);
+  EXPECT_TRUE(capped.windows(0, 10).equal(all.windows(0, 10)));
+  expect_input_error([&] { capped.windows(5, 11); }, "outside");
+}
+
+}  // namespace
+}  // namespace moelab

@@ -1,0 +1,115 @@
+// Shared helpers for the data tests: temporary folders, small generated
+// corpora and synthetic token datasets with known contents.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/prep.h"
+#include "data/shard_sink.h"
+#include "util/error.h"
+
+namespace moelab::testing {
+
+// A fresh folder under the system temp dir, removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "moelab_data_test_XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::string& path, const std::string& contents) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << contents;
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Sentence-like document `index`: words from a small list, deterministic.
+inline std::string make_document(int index) {
+  static const char* kWords[] = {"the", "cat", "sat", "on",  "a",     "mat",  "and",  "dog",
+                                 "ran", "to",  "big", "red", "house", "with", "tree", "sun"};
+  std::string text;
+  uint64_t state = 0x9E3779B97F4A7C15ULL * (index + 1);
+  const int words = 5 + index % 11;
+  for (int w = 0; w < words; ++w) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    if (w > 0) text += ' ';
+    text += kWords[state % 16];
+  }
+  return text + ".";
+}
+
+// `count` documents starting at `first`, separated by `separator` lines.
+inline std::string make_text_corpus(int first, int count,
+                                    const std::string& separator = "<|endoftext|>") {
+  std::string corpus;
+  for (int i = first; i < first + count; ++i) corpus += make_document(i) + "\n" + separator + "\n";
+  return corpus;
+}
+
+// Options for a small, fast prep of `inputs` into `out`.
+inline PrepOptions small_prep_options(std::vector<std::string> inputs, const std::string& out) {
+  PrepOptions options;
+  options.inputs = std::move(inputs);
+  options.out_dir = out;
+  options.tokenizer.vocab_size = 64;
+  options.tokenizer.character_coverage = 1.0;
+  options.shard_tokens = 500;
+  options.block_docs = 16;
+  return options;
+}
+
+// A split whose token stream is 0, 1, 2, ... (mod vocab), in documents of
+// `doc_tokens` tokens each (the last one an EOS), over several shards.
+inline void write_counting_split(const std::string& dataset_dir, const std::string& split,
+                                 int64_t total_tokens, int64_t doc_tokens, int64_t shard_tokens,
+                                 int64_t vocab_size = 1000, const std::string& checksum = "abc") {
+  ShardHeader header;
+  header.vocab_size = vocab_size;
+  header.eos_id = vocab_size - 1;
+  header.tokenizer_checksum = checksum;
+  header.split = split;
+  ShardSink sink((std::filesystem::path(dataset_dir) / split).string(), header, shard_tokens);
+  std::vector<uint32_t> doc;
+  for (int64_t t = 0; t < total_tokens; ++t) {
+    doc.push_back(static_cast<uint32_t>(t % vocab_size));
+    if (static_cast<int64_t>(doc.size()) == doc_tokens || t + 1 == total_tokens) {
+      sink.add_document(doc.data(), static_cast<int64_t>(doc.size()));
+      doc.clear();
+    }
+  }
+  sink.finish();
+}
+
+// Asserts that `call` throws InputError whose message contains `needle`.
+template <typename Call>
+void expect_input_error(Call call, const std::string& needle) {
+  try {
+    call();
+    ADD_FAILURE() << "expected InputError mentioning '" << needle << "'";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(needle), std::string::npos)
+        << "message: " << error.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+}  // namespace moelab::testing

@@ -1,0 +1,114 @@
+// Initialisation is keyed by (seed, parameter name): reproducible, and the
+// experts a rank holds get the same weights whatever else it holds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/transformer.h"
+#include "model_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+// A dispatcher stand-in that only says which experts this "rank" holds.
+class HoldsExperts : public TokenDispatcher {
+ public:
+  explicit HoldsExperts(std::vector<int64_t> ids) : ids_(std::move(ids)) {}
+  DispatchedTokens dispatch(const torch::Tensor&, const torch::Tensor&) override { return {}; }
+  torch::Tensor combine(const torch::Tensor&) override { return {}; }
+  std::vector<int64_t> local_expert_ids() const override { return ids_; }
+
+ private:
+  std::vector<int64_t> ids_;
+};
+
+TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
+  const Config cfg = testing::tiny_config(true);
+  auto a = Transformer(cfg)->named_parameters();
+  auto b = Transformer(cfg)->named_parameters();
+  Config other = cfg;
+  other.train.seed += 1;
+  auto c = Transformer(other)->named_parameters();
+  for (const auto& item : a) {
+    EXPECT_TRUE(torch::equal(item.value(), b[item.key()])) << item.key();
+    if (item.key().find("norm") == std::string::npos) {
+      EXPECT_FALSE(torch::equal(item.value(), c[item.key()])) << item.key();
+    }
+  }
+}
+
+TEST(Init, ExpertWeightsIndependentOfWhichExpertsARankHolds) {
+  const Config cfg = testing::tiny_config(true);
+  auto full = Transformer(cfg)->named_parameters();
+  MoeContext odd_rank;
+  odd_rank.make_dispatcher = [](int64_t) {
+    return std::make_shared<HoldsExperts>(std::vector<int64_t>{1, 3});
+  };
+  Transformer partial(cfg, odd_rank);
+  int64_t expert_params = 0;
+  for (const auto& item : partial->named_parameters()) {
+    ASSERT_TRUE(full.contains(item.key())) << item.key();
+    EXPECT_TRUE(torch::equal(item.value(), full[item.key()])) << item.key();
+    if (partial->is_expert_parameter(item.key())) {
+      ++expert_params;
+      EXPECT_TRUE(item.key().find("experts.1.") != std::string::npos ||
+                  item.key().find("experts.3.") != std::string::npos)
+          << item.key();
+    }
+  }
+  EXPECT_EQ(expert_params, 2 /*layers*/ * 2 /*experts*/ * 3 /*matrices*/);
+  EXPECT_TRUE(full.contains("layers.1.moe.experts.3.w2"));
+}
+
+TEST(Init, StdAndScaledResidualProjections) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.d_model = 64;
+  cfg.model.d_ff = 256;
+  cfg.model.vocab_size = 512;
+  Transformer model(cfg);
+  auto params = model->named_parameters();
+  const double out_std = cfg.model.init_std / std::sqrt(2.0 * cfg.model.n_layers);
+  EXPECT_NEAR(params["embedding"].std().item<double>(), cfg.model.init_std, 0.001);
+  EXPECT_NEAR(params["layers.0.ffn.w1"].std().item<double>(), cfg.model.init_std, 0.001);
+  EXPECT_NEAR(params["layers.0.ffn.w2"].std().item<double>(), out_std, 0.0007);
+  EXPECT_NEAR(params["layers.1.attn.wo"].std().item<double>(), out_std, 0.0007);
+  EXPECT_TRUE(torch::equal(params["final_norm.weight"], torch::ones({64})));
+  // Different names draw different numbers.
+  EXPECT_FALSE(torch::equal(params["layers.0.attn.wq"], params["layers.1.attn.wq"]));
+}
+
+TEST(Init, TiedHeadIsTheEmbedding) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.tie_embeddings = true;
+  Transformer model(cfg);
+  EXPECT_FALSE(model->named_parameters().contains("head"));
+  EXPECT_TRUE(model->head.is_same(model->embedding));
+}
+
+TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
+  Config cfg = testing::tiny_config(true);
+  Transformer fp32(cfg);
+  cfg.train.precision = "bf16";
+  Transformer bf16(cfg);
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, 8}, torch::kLong);
+  const auto a = lm_loss(fp32->forward(tokens).logits, tokens);
+  const auto out = bf16->forward(tokens);
+  EXPECT_EQ(out.logits.scalar_type(), torch::kBFloat16);
+  const auto b = lm_loss(out.logits, tokens);
+  EXPECT_EQ(b.scalar_type(), torch::kFloat32);
+  EXPECT_NEAR(a.item<double>(), b.item<double>(), 0.02);
+  (b + out.aux_loss + out.z_loss).backward();
+  for (const auto& p : bf16->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().scalar_type(), torch::kFloat32);
+  }
+}
+
+TEST(Model, RejectsSequencesLongerThanConfigured) {
+  Transformer model(testing::tiny_config(false));
+  EXPECT_THROW(model->forward(torch::zeros({1, 9}, torch::kLong)), InputError);
+}
+
+}  // namespace
+}  // namespace moelab

@@ -1,0 +1,70 @@
+// Small configs and a finite-difference gradient check shared by the model tests.
+#pragma once
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "config/config.h"
+
+namespace moelab::testing {
+
+// A model small enough for double-precision gradient checks.
+inline Config tiny_config(bool moe) {
+  Config cfg;
+  cfg.model.vocab_size = 37;
+  cfg.model.d_model = 16;
+  cfg.model.n_layers = 2;
+  cfg.model.n_heads = 4;
+  cfg.model.n_kv_heads = 2;
+  cfg.model.d_ff = 24;
+  cfg.model.seq_len = 8;
+  cfg.train.precision = "fp32";
+  cfg.train.seed = 7;
+  cfg.moe.enabled = moe;
+  cfg.moe.num_experts = 4;
+  cfg.moe.top_k = 2;
+  cfg.moe.d_expert = 12;
+  cfg.moe.aux_loss_coef = 0.1;
+  cfg.moe.z_loss_coef = 0.01;
+  return cfg;
+}
+
+// Compares d(loss)/d(input) from autograd with central differences for every
+// element of every input (double precision; keep the inputs small).
+inline void expect_gradients_match_finite_differences(
+    std::vector<torch::Tensor> inputs,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& loss_fn,
+    double step = 1e-6, double tolerance = 1e-6) {
+  for (auto& t : inputs) t = t.detach().to(torch::kDouble).requires_grad_(true);
+  loss_fn(inputs).backward();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto analytic = inputs[i].grad().reshape(-1);
+    auto flat = inputs[i].detach().reshape(-1);  // shares storage with inputs[i]
+    for (int64_t j = 0; j < flat.numel(); ++j) {
+      torch::NoGradGuard no_grad;
+      const double original = flat[j].item<double>();
+      flat[j] = original + step;
+      const double up = loss_fn(inputs).item<double>();
+      flat[j] = original - step;
+      const double down = loss_fn(inputs).item<double>();
+      flat[j] = original;
+      const double numeric = (up - down) / (2 * step);
+      const double exact = analytic[j].item<double>();
+      ASSERT_NEAR(exact, numeric, tolerance * std::max(1.0, std::abs(numeric)))
+          << "input " << i << " element " << j;
+    }
+  }
+}
+
+// A fixed random weighting that turns a tensor output into a scalar loss.
+inline torch::Tensor weighted_sum(const torch::Tensor& out, int64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+  const auto weights = torch::randn(out.sizes(), gen, torch::TensorOptions().dtype(torch::kDouble));
+  return (out.to(torch::kDouble) * weights).sum();
+}
+
+}  // namespace moelab::testing

@@ -1,0 +1,103 @@
+// Analytic parameter counts against the built module, and dense matching.
+#include <gtest/gtest.h>
+
+#include "model/param_count.h"
+#include "model/transformer.h"
+#include "model_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+int64_t module_params(const Config& cfg) {
+  int64_t n = 0;
+  for (const auto& p : Transformer(cfg)->parameters()) n += p.numel();
+  return n;
+}
+
+Config reference_moe() {
+  Config cfg;
+  cfg.moe.enabled = true;  // d_model 256, 4 layers, 4 heads, vocab 4096, 4 x 512 top-2
+  return cfg;
+}
+
+TEST(ParamCount, DenseMatchesModule) {
+  Config cfg = testing::tiny_config(false);
+  EXPECT_EQ(count_params(cfg).total, module_params(cfg));
+  cfg.model.tie_embeddings = true;
+  const auto counts = count_params(cfg);
+  EXPECT_EQ(counts.head, 0);
+  EXPECT_EQ(counts.total, module_params(cfg));
+  EXPECT_EQ(counts.active, counts.total);
+}
+
+TEST(ParamCount, MoeMatchesModuleAndCountsActiveExperts) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_shared_experts = 2;
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  // 2 layers x 4 experts x 3 matrices of 16 x 12.
+  EXPECT_EQ(c.experts_total, 2 * 4 * 3 * 16 * 12);
+  EXPECT_EQ(c.experts_active, 2 * 2 * 3 * 16 * 12);
+  EXPECT_EQ(c.shared_experts, 2 * 2 * 3 * 16 * 12);
+  EXPECT_EQ(c.router, 2 * 16 * 4);
+  EXPECT_EQ(c.total - c.active, c.experts_total - c.experts_active);
+}
+
+TEST(ParamCount, ReferenceConfigByHand) {
+  const auto c = count_params(reference_moe());
+  EXPECT_EQ(c.embedding, 4096 * 256);
+  EXPECT_EQ(c.attention, 4 * 4 * 256 * 256);
+  EXPECT_EQ(c.norms, 9 * 256);
+  EXPECT_EQ(c.experts_total, 4 * 4 * 3 * 256 * 512);
+  EXPECT_EQ(c.total,
+            2 * 4096 * 256 + 4 * 4 * 256 * 256 + 9 * 256 + 4 * 256 * 4 + 4 * 4 * 3 * 256 * 512);
+}
+
+TEST(MatchDense, DffWithinHalfPercentForSeveralConfigs) {
+  for (int64_t experts : {4, 8, 16}) {
+    for (const char* target : {"active", "total"}) {
+      Config moe = reference_moe();
+      moe.moe.num_experts = experts;
+      const auto m = match_dense(moe, target, "d_ff");
+      EXPECT_FALSE(m.dense.moe.enabled);
+      const auto counts = count_params(moe);
+      EXPECT_EQ(m.target, std::string(target) == "active" ? counts.active : counts.total);
+      EXPECT_EQ(m.dense_total, count_params(m.dense).total);
+      EXPECT_LT(std::abs(m.mismatch), 0.005) << experts << " " << target;
+      // No neighbouring width does better.
+      for (int64_t delta : {-1, 1}) {
+        Config other = m.dense;
+        other.model.d_ff += delta;
+        EXPECT_GE(std::abs(count_params(other).total - m.target),
+                  std::abs(m.dense_total - m.target));
+      }
+    }
+  }
+}
+
+TEST(MatchDense, ActiveMatchOfTop2Of4ExpertsIsDffOf1024) {
+  // Active MoE = dense with d_ff = k * d_expert plus the router's d * E per layer.
+  const auto m = match_dense(reference_moe(), "active", "d_ff");
+  EXPECT_EQ(m.dense.model.d_ff, 1024 + 1);  // 4 * 256 * 4 router params ~ 1.33 units of 3*256*4
+}
+
+TEST(MatchDense, DmodelKeepsHeadsValidAndIsClosest) {
+  Config moe = reference_moe();
+  moe.model.n_kv_heads = 2;
+  const auto m = match_dense(moe, "total", "d_model");
+  EXPECT_EQ(m.dense.model.d_model % (2 * moe.model.n_heads), 0);
+  for (int64_t delta : {-8, 8}) {
+    Config other = m.dense;
+    other.model.d_model += delta;
+    EXPECT_GE(std::abs(count_params(other).total - m.target), std::abs(m.dense_total - m.target));
+  }
+}
+
+TEST(MatchDense, RejectsUnknownKnobAndTarget) {
+  EXPECT_THROW(match_dense(reference_moe(), "both", "d_ff"), InputError);
+  EXPECT_THROW(match_dense(reference_moe(), "active", "n_layers"), InputError);
+}
+
+}  // namespace
+}  // namespace moelab

@@ -1,0 +1,132 @@
+// The whole model's losses and every gradient against the independent Python
+// reference (tests/reference/reference_model.py), on the same weights, in double.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/transformer.h"
+#include "model_test_util.h"
+
+namespace moelab {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_raw(const fs::path& path, const torch::Tensor& t) {
+  const auto c = t.contiguous();
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+}
+
+torch::Tensor read_raw_double(const fs::path& path, at::IntArrayRef shape) {
+  auto t = torch::empty(shape, torch::kDouble);
+  std::ifstream in(path, std::ios::binary);
+  in.read(static_cast<char*>(t.data_ptr()), t.numel() * sizeof(double));
+  EXPECT_TRUE(in.good()) << path;
+  return t;
+}
+
+nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
+  const auto& m = cfg.model;
+  return {{"d_model", m.d_model},
+          {"n_layers", m.n_layers},
+          {"n_heads", m.n_heads},
+          {"n_kv_heads", cfg.kv_heads()},
+          {"rope_theta", m.rope_theta},
+          {"norm_eps", m.norm_eps},
+          {"tie_embeddings", m.tie_embeddings},
+          {"batch", batch},
+          {"seq", seq},
+          {"moe",
+           {{"enabled", cfg.moe.enabled},
+            {"num_experts", cfg.moe.num_experts},
+            {"top_k", cfg.moe.top_k},
+            {"num_shared_experts", cfg.moe.num_shared_experts},
+            {"gate", cfg.moe.gate},
+            {"capacity_factor", cfg.moe.capacity_factor},
+            {"aux_loss_coef", cfg.moe.aux_loss_coef},
+            {"z_loss_coef", cfg.moe.z_loss_coef}}}};
+}
+
+std::string python() {
+  const char* env = std::getenv("MOELAB_PYTHON");
+  // Debian's python3-torch lives under /usr/bin/python3, which a pyenv shim may hide.
+  return env ? env : "/usr/bin/python3";
+}
+
+void expect_matches_reference(const Config& cfg) {
+  const int64_t batch = 2, seq = cfg.model.seq_len;
+  Transformer model(cfg);
+  model->to(torch::kDouble);
+  {
+    // Larger than the 0.02 init so attention and routing are far from uniform.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.mul_(10.0);
+  }
+  torch::manual_seed(9);
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
+  const auto targets = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
+
+  const fs::path dir =
+      fs::temp_directory_path() / ("moelab_reference_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir / "params");
+  nlohmann::json shapes;
+  for (const auto& item : model->named_parameters()) {
+    shapes[item.key()] = item.value().sizes().vec();
+    write_raw(dir / "params" / item.key(), item.value());
+  }
+  std::ofstream(dir / "params.json") << shapes.dump();
+  std::ofstream(dir / "config.json") << config_json(cfg, batch, seq).dump();
+  write_raw(dir / "tokens.bin", tokens);
+  write_raw(dir / "targets.bin", targets);
+
+  const std::string cmd =
+      python() + " " MOELAB_SOURCE_DIR "/tests/reference/reference_model.py " + dir.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  const auto out = model->forward(tokens);
+  const auto lm = lm_loss(out.logits, targets);
+  (lm + out.aux_loss + out.z_loss).backward();
+  nlohmann::json ref;
+  std::ifstream(dir / "out.json") >> ref;
+  EXPECT_NEAR(lm.item<double>(), ref["lm_loss"].get<double>(), 1e-10);
+  EXPECT_NEAR(out.aux_loss.item<double>(), ref["aux_loss"].get<double>(), 1e-12);
+  EXPECT_NEAR(out.z_loss.item<double>(), ref["z_loss"].get<double>(), 1e-10);
+  if (cfg.moe.enabled) EXPECT_GT(out.aux_loss.item<double>(), 0.0);
+  for (const auto& item : model->named_parameters()) {
+    const auto expected = read_raw_double(dir / "grads" / item.key(), item.value().sizes());
+    const auto& grad = item.value().grad();
+    ASSERT_TRUE(grad.defined()) << item.key();
+    const double scale = std::max(expected.abs().max().item<double>(), 1e-8);
+    EXPECT_LT((grad - expected).abs().max().item<double>() / scale, 1e-8) << item.key();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Reference, DenseTiedGroupedQuery) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.tie_embeddings = true;
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeWithSharedExpertTopkSoftmax) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.n_kv_heads = 0;
+  cfg.moe.num_shared_experts = 1;
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeWithCapacityDropsRenormalisedGates) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.gate = "softmax_renorm";
+  cfg.moe.capacity_factor = 0.75;
+  expect_matches_reference(cfg);
+}
+
+}  // namespace
+}  // namespace moelab

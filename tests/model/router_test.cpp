@@ -1,0 +1,136 @@
+// Router top-k, gate weights, capacity drops and the auxiliary losses against
+// small cases worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/local_dispatcher.h"
+#include "model/moe_layer.h"
+#include "model/router.h"
+#include "model_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+// Logits chosen by hand: with an identity router weight, logits = x.
+const std::vector<std::vector<double>> kLogits = {{1.0, 2.0, 0.0}, {0.0, 0.5, 3.0}};
+
+torch::Tensor logits_tensor() {
+  return torch::tensor({1.0, 2.0, 0.0, 0.0, 0.5, 3.0}, torch::kDouble).view({2, 3});
+}
+
+Router identity_router(const std::string& gate, double capacity_factor = 0.0) {
+  Router router(3, 3, 2, gate, capacity_factor);
+  router->to(torch::kDouble);
+  torch::NoGradGuard no_grad;
+  router->weight.copy_(torch::eye(3, torch::kDouble));
+  return router;
+}
+
+double softmax_of(const std::vector<double>& v, size_t i) {
+  double sum = 0;
+  for (double x : v) sum += std::exp(x);
+  return std::exp(v[i]) / sum;
+}
+
+TEST(Router, TopKIdsAndMixtralGates) {
+  const auto out = identity_router("topk_softmax")->forward(logits_tensor());
+  EXPECT_TRUE(torch::equal(out.expert_ids, torch::tensor({1, 0, 2, 1}, torch::kLong).view({2, 2})));
+  // Softmax over the two selected logits: token 0 has (2, 1), token 1 has (3, 0.5).
+  const double g00 = 1.0 / (1.0 + std::exp(-1.0)), g10 = 1.0 / (1.0 + std::exp(-2.5));
+  const auto expected = torch::tensor({g00, 1 - g00, g10, 1 - g10}, torch::kDouble).view({2, 2});
+  EXPECT_TRUE(torch::allclose(out.gates, expected, 1e-12, 1e-12)) << out.gates;
+  EXPECT_TRUE(torch::equal(out.kept_ids, out.expert_ids));
+}
+
+TEST(Router, RenormalisedFullSoftmaxGates) {
+  const auto out = identity_router("softmax_renorm")->forward(logits_tensor());
+  const double p01 = softmax_of(kLogits[0], 1), p00 = softmax_of(kLogits[0], 0);
+  const double p12 = softmax_of(kLogits[1], 2), p11 = softmax_of(kLogits[1], 1);
+  const auto expected =
+      torch::tensor({p01 / (p01 + p00), p00 / (p01 + p00), p12 / (p12 + p11), p11 / (p12 + p11)},
+                    torch::kDouble)
+          .view({2, 2});
+  EXPECT_TRUE(torch::allclose(out.gates, expected, 1e-12, 1e-12)) << out.gates;
+}
+
+TEST(Router, RejectsUnknownGate) {
+  EXPECT_THROW(Router(3, 3, 2, "sigmoid", 0.0), InputError);
+}
+
+TEST(Capacity, DropsLateAssignmentsInTokenOrder) {
+  // capacity 2 per expert; expert 0 arrives at (0,0), (1,1), (2,0): the third drops.
+  const auto ids = torch::tensor({0, 1, 1, 0, 0, 1}, torch::kLong).view({3, 2});
+  const auto kept = apply_capacity(ids, 2, 2);
+  EXPECT_TRUE(torch::equal(kept, torch::tensor({0, 1, 1, 0, -1, -1}, torch::kLong).view({3, 2})))
+      << kept;
+}
+
+TEST(Capacity, RouterUsesCeilOfFactorTimesShare) {
+  // T=2, k=2, E=3, factor 0.7: capacity = ceil(0.7 * 4 / 3) = 1. Expert 1 is
+  // chosen by both tokens, so token 1's slot 1 (expert 1) drops.
+  const auto out = identity_router("topk_softmax", 0.7)->forward(logits_tensor());
+  EXPECT_TRUE(torch::equal(out.kept_ids, torch::tensor({1, 0, 2, -1}, torch::kLong).view({2, 2})))
+      << out.kept_ids;
+}
+
+TEST(MoeLosses, AuxAndZLossMatchHandComputation) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.d_model = 3;
+  cfg.moe.num_experts = 3;
+  cfg.moe.top_k = 2;
+  cfg.moe.aux_loss_coef = 0.3;
+  cfg.moe.z_loss_coef = 0.2;
+  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), nullptr);
+  moe->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    moe->router->weight.copy_(torch::eye(3, torch::kDouble));
+  }
+  const auto out = moe->forward(logits_tensor(), torch::kDouble);
+  // Assignments: token 0 -> {1, 0}, token 1 -> {2, 1}: f = (1, 2, 1) / 4.
+  const double f[3] = {0.25, 0.5, 0.25};
+  double aux = 0, z = 0, entropy = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const double mean_p = (softmax_of(kLogits[0], i) + softmax_of(kLogits[1], i)) / 2;
+    aux += f[i] * mean_p;
+  }
+  aux *= 0.3 * 3;
+  for (const auto& row : kLogits) {
+    double sum = 0;
+    for (double x : row) sum += std::exp(x);
+    z += std::pow(std::log(sum), 2) / 2;
+    for (size_t i = 0; i < 3; ++i) entropy -= softmax_of(row, i) * std::log(softmax_of(row, i)) / 2;
+  }
+  z *= 0.2;
+  EXPECT_NEAR(out.aux_loss.item<double>(), aux, 1e-12);
+  EXPECT_NEAR(out.z_loss.item<double>(), z, 1e-12);
+  EXPECT_TRUE(torch::allclose(out.stats.load.to(torch::kDouble),
+                              torch::tensor({0.25, 0.5, 0.25}, torch::kDouble)));
+  EXPECT_DOUBLE_EQ(out.stats.drop_fraction, 0.0);
+  EXPECT_NEAR(out.stats.router_entropy, entropy, 1e-12);
+}
+
+TEST(MoeLosses, GlobalStatisticsUseTheReducedLoad) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.d_model = 3;
+  cfg.moe.num_experts = 3;
+  cfg.moe.aux_loss_coef = 1.0;
+  // A stand-in for the all-reduce: pretend the other ranks made the load uniform.
+  auto reduce = [](const torch::Tensor& stats) {
+    auto out = stats.clone();
+    out.narrow(0, 0, 3).fill_(1.0 / 3);
+    return out;
+  };
+  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), reduce);
+  moe->to(torch::kDouble);
+  const auto x = torch::randn({4, 3}, torch::kDouble);
+  const auto out = moe->forward(x, torch::kDouble);
+  // With uniform f the loss is E * sum_i P_i / E = sum_i P_i = 1.
+  EXPECT_NEAR(out.aux_loss.item<double>(), 1.0, 1e-12);
+  EXPECT_TRUE(torch::allclose(out.stats.load, torch::full({3}, 1.0f / 3)));
+}
+
+}  // namespace
+}  // namespace moelab

@@ -1,0 +1,88 @@
+// ranks: 1 2
+// The NCCL backend on CUDA tensors: collectives and expert dispatch. Skips
+// (never fails) where NCCL was not built in, no GPU is visible, or LibTorch
+// has no CUDA; the configuration check runs everywhere.
+#include <string>
+
+#include "comm/all_to_all_dispatcher.h"
+#include "comm/process_groups.h"
+#include "mpi_gtest_main.h"
+#include "util/error.h"
+#ifdef MOELAB_WITH_NCCL
+#include "comm/nccl_communicator.h"
+#endif
+
+namespace moelab {
+namespace {
+
+// Why the GPU tests cannot run here, or "" when they can.
+std::string gpu_unavailable(int world_size) {
+#ifndef MOELAB_WITH_NCCL
+  return "moelab was built without NCCL (MOELAB_WITH_NCCL=OFF)";
+#else
+  const int devices = visible_cuda_devices();
+  if (devices == 0) return "no GPU visible";
+  if (!torch::cuda::is_available()) return "this LibTorch has no CUDA support";
+  // NCCL refuses two ranks on one GPU.
+  if (devices < world_size) return "fewer GPUs than ranks";
+  return "";
+#endif
+}
+
+#define SKIP_WITHOUT_GPU(world_size)                                     \
+  if (const std::string why = gpu_unavailable(world_size); !why.empty()) \
+  GTEST_SKIP() << "NCCL test skipped: " << why
+
+int world_size() {
+  return make_process_groups(1, 1, "mpi", false).world->size();
+}
+
+TEST(NcclConfig, NcclWithoutCudaTensorsIsAnInputError) {
+  try {
+    make_process_groups(1, 4, "nccl", false, "run.toml");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel.backend"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NcclCollectives, AllReduceGatherBroadcastOnTheGpu) {
+  SKIP_WITHOUT_GPU(world_size());
+  ProcessGroups groups = make_process_groups(1, 4, "nccl", true);
+  ASSERT_EQ(groups.backend, "nccl");
+  auto& comm = *groups.world;
+  const int size = comm.size(), rank = comm.rank();
+  torch::Tensor sum = torch::full({5}, rank + 1.0f, torch::kCUDA);
+  comm.all_reduce_sum(sum);
+  EXPECT_TRUE(torch::equal(sum.cpu(), torch::full({5}, size * (size + 1) / 2.0f)));
+  torch::Tensor all = comm.all_gather(torch::full(
+      {2}, static_cast<int64_t>(rank), torch::TensorOptions(torch::kLong).device(torch::kCUDA)));
+  EXPECT_TRUE(torch::equal(all.cpu(), torch::arange(size, torch::kLong).repeat_interleave(2)));
+  torch::Tensor root_value = torch::full({3}, static_cast<double>(rank),
+                                         torch::TensorOptions(torch::kDouble).device(torch::kCUDA));
+  comm.broadcast(root_value, size - 1);
+  EXPECT_TRUE(torch::equal(root_value.cpu(), torch::full({3}, size - 1.0, torch::kDouble)));
+  comm.barrier();
+}
+
+TEST(NcclDispatch, IdentityExpertsReturnTheInputExactly) {
+  const int size = world_size();
+  SKIP_WITHOUT_GPU(size);
+  ProcessGroups groups = make_process_groups(size, 4 * size, "nccl", true);
+  AllToAllDispatcher dispatcher(groups.ep, 4 * size);
+  torch::manual_seed(groups.world->rank());
+  const torch::Tensor hidden = torch::randn({37, 16}, torch::kCUDA);
+  torch::Tensor ids = torch::randint(-1, 4 * size, {37, 2},
+                                     torch::TensorOptions(torch::kLong).device(torch::kCUDA));
+  const torch::Tensor out = dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens);
+  const torch::Tensor want =
+      torch::where(ids.ge(0).unsqueeze(2), hidden.unsqueeze(1), torch::zeros({}, hidden.options()));
+  EXPECT_TRUE(torch::equal(out.cpu(), want.cpu()));
+}
+
+}  // namespace
+}  // namespace moelab
+
+int main(int argc, char** argv) {
+  return moelab::run_mpi_tests(&argc, &argv);
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Independent plain-PyTorch reference of moelab's model, for the C++ tests.
+
+Usage: reference_model.py DIR
+
+DIR holds what the C++ test wrote: config.json (model + MoE settings, batch
+shape), params.json (name, shape) with one raw little-endian float64 file per
+parameter under params/, tokens.bin and targets.bin (int64). This script
+rebuilds the model from those weights in double precision, computes
+loss = lm_loss + aux_loss + z_loss, back-propagates, and writes out.json
+(the three losses) and one float64 gradient file per parameter under grads/.
+
+It shares no code with the C++ model and deliberately computes things another
+way: attention head by head, MoE experts densely on every token with a gate
+matrix that is zero for unselected or dropped assignments.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+
+def load_raw(path, shape, dtype):
+    return torch.from_numpy(np.fromfile(path, dtype=dtype).reshape(shape))
+
+
+def rms_norm(x, weight, eps):
+    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * weight
+
+
+def rope(x, theta):
+    # x: [S, hd]. Pair (i, i + hd/2) rotates by position * theta^(-2i/hd).
+    seq, hd = x.shape
+    half = hd // 2
+    pos = torch.arange(seq, dtype=torch.float64)[:, None]
+    freq = torch.tensor([theta ** (-2.0 * i / hd) for i in range(half)], dtype=torch.float64)
+    ang = pos * freq[None, :]
+    c, s = torch.cos(ang), torch.sin(ang)
+    a, b = x[:, :half], x[:, half:]
+    return torch.cat([a * c - b * s, b * c + a * s], dim=1)
+
+
+def attention(x, p, prefix, cfg):
+    # x: [S, d] one sequence.
+    n_heads, n_kv = cfg["n_heads"], cfg["n_kv_heads"]
+    hd = cfg["d_model"] // n_heads
+    q = x @ p[prefix + "wq"].T
+    k = x @ p[prefix + "wk"].T
+    v = x @ p[prefix + "wv"].T
+    seq = x.shape[0]
+    mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
+    heads = []
+    for h in range(n_heads):
+        kv = h // (n_heads // n_kv)
+        qh = rope(q[:, h * hd:(h + 1) * hd], cfg["rope_theta"])
+        kh = rope(k[:, kv * hd:(kv + 1) * hd], cfg["rope_theta"])
+        vh = v[:, kv * hd:(kv + 1) * hd]
+        scores = (qh @ kh.T) / math.sqrt(hd)
+        scores = scores.masked_fill(mask, float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ vh)
+    return torch.cat(heads, dim=1) @ p[prefix + "wo"].T
+
+
+def swiglu(x, w1, w2, w3):
+    return (torch.nn.functional.silu(x @ w1.T) * (x @ w3.T)) @ w2.T
+
+
+def moe(x, p, prefix, cfg):
+    # x: [T, d]. Returns (y, aux, z).
+    m = cfg["moe"]
+    n_exp, k = m["num_experts"], m["top_k"]
+    tokens = x.shape[0]
+    logits = x @ p[prefix + "router.weight"].T
+    probs = torch.softmax(logits, dim=-1)
+    top_val, top_idx = torch.topk(logits, k, dim=-1)
+    if m["gate"] == "topk_softmax":
+        gates = torch.softmax(top_val, dim=-1)
+    else:
+        sel = torch.gather(probs, 1, top_idx)
+        gates = sel / sel.sum(dim=-1, keepdim=True)
+    capacity = None
+    if m["capacity_factor"] > 0:
+        capacity = math.ceil(m["capacity_factor"] * tokens * k / n_exp)
+    used = [0] * n_exp
+    rows = []
+    for t in range(tokens):
+        row = [torch.zeros((), dtype=x.dtype) for _ in range(n_exp)]
+        for slot in range(k):
+            e = int(top_idx[t, slot])
+            used[e] += 1
+            if capacity is None or used[e] <= capacity:
+                row[e] = row[e] + gates[t, slot]
+        rows.append(torch.stack(row))
+    gate_matrix = torch.stack(rows)  # [T, E], zero where not routed or dropped
+    y = torch.zeros_like(x)
+    for e in range(n_exp):
+        ep = "%sexperts.%d." % (prefix, e)
+        y = y + gate_matrix[:, e:e + 1] * swiglu(x, p[ep + "w1"], p[ep + "w2"], p[ep + "w3"])
+    if m["num_shared_experts"] > 0:
+        sp = prefix + "shared."
+        y = y + swiglu(x, p[sp + "w1"], p[sp + "w2"], p[sp + "w3"])
+    counts = torch.zeros(n_exp, dtype=x.dtype)
+    for e in top_idx.reshape(-1).tolist():
+        counts[e] += 1
+    f = counts / (tokens * k)
+    aux = m["aux_loss_coef"] * n_exp * (f * probs.mean(dim=0)).sum()
+    z = m["z_loss_coef"] * (torch.logsumexp(logits, dim=-1) ** 2).mean()
+    return y, aux, z
+
+
+def forward(p, cfg, tokens, targets):
+    eps = cfg["norm_eps"]
+    batch, seq = tokens.shape
+    emb = p["embedding"]
+    head = emb if cfg["tie_embeddings"] else p["head"]
+    aux_total = torch.zeros((), dtype=torch.float64)
+    z_total = torch.zeros((), dtype=torch.float64)
+    h = emb[tokens]  # [B, S, d]
+    for layer in range(cfg["n_layers"]):
+        pre = "layers.%d." % layer
+        a = rms_norm(h, p[pre + "attn_norm.weight"], eps)
+        h = h + torch.stack([attention(a[b], p, pre + "attn.", cfg) for b in range(batch)])
+        f_in = rms_norm(h, p[pre + "ffn_norm.weight"], eps)
+        if cfg["moe"]["enabled"]:
+            y, aux, z = moe(f_in.reshape(batch * seq, -1), p, pre + "moe.", cfg)
+            h = h + y.reshape(batch, seq, -1)
+            aux_total = aux_total + aux
+            z_total = z_total + z
+        else:
+            fp = pre + "ffn."
+            h = h + swiglu(f_in, p[fp + "w1"], p[fp + "w2"], p[fp + "w3"])
+    logits = rms_norm(h, p["final_norm.weight"], eps) @ head.T
+    logp = torch.log_softmax(logits.reshape(-1, logits.shape[-1]), dim=-1)
+    lm = -logp.gather(1, targets.reshape(-1, 1)).mean()
+    return lm, aux_total, z_total
+
+
+def main():
+    out_dir = sys.argv[1]
+    with open(os.path.join(out_dir, "config.json")) as fh:
+        cfg = json.load(fh)
+    with open(os.path.join(out_dir, "params.json")) as fh:
+        shapes = json.load(fh)
+    params = {}
+    for name, shape in shapes.items():
+        params[name] = load_raw(os.path.join(out_dir, "params", name), shape, np.float64)
+        params[name].requires_grad_(True)
+    shape = (cfg["batch"], cfg["seq"])
+    tokens = load_raw(os.path.join(out_dir, "tokens.bin"), shape, np.int64)
+    targets = load_raw(os.path.join(out_dir, "targets.bin"), shape, np.int64)
+    lm, aux, z = forward(params, cfg, tokens, targets)
+    (lm + aux + z).backward()
+    os.makedirs(os.path.join(out_dir, "grads"), exist_ok=True)
+    for name, tensor in params.items():
+        grad = tensor.grad if tensor.grad is not None else torch.zeros_like(tensor)
+        grad.detach().numpy().astype(np.float64).tofile(os.path.join(out_dir, "grads", name))
+    with open(os.path.join(out_dir, "out.json"), "w") as fh:
+        json.dump({"lm_loss": lm.item(), "aux_loss": aux.item(), "z_loss": z.item()}, fh)
+
+
+if __name__ == "__main__":
+    main()

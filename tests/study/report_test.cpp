@@ -1,0 +1,141 @@
+// The report on fabricated run folders with hand-computed expectations: mean ±
+// sample std per variant, gaps paired by seed, and missing or unfinished runs
+// listed and excluded rather than averaged.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "study/report.h"
+#include "study_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+using testing::read_file;
+using testing::TempDir;
+using testing::write_file;
+
+// Validation at steps 5 and 10: best + 0.5, then best.
+void write_run(const std::string& dir, double best, bool done) {
+  write_file(dir + "/val.csv", "step,tokens,val_loss,best_val_loss\n5,640," +
+                                   std::to_string(best + 0.5) + "," + std::to_string(best + 0.5) +
+                                   "\n10,1280," + std::to_string(best) + "," +
+                                   std::to_string(best) + "\n");
+  if (done) {
+    write_file(dir + "/DONE",
+               "{\"steps\": 10, \"tokens\": 1280, \"best_val_loss\": " + std::to_string(best) +
+                   ", \"final_val_loss\": " + std::to_string(best + 0.01) +
+                   ", \"nonfinite_steps\": 0, \"wall_seconds\": 2.0}\n");
+  }
+}
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plan.name = "fabricated";
+    plan.out_root = dir.str();
+    plan.seeds = {0, 1, 2};
+    plan.pairs = {{"dense_active", "moe"}, {"dense_total", "moe"}};
+    for (const char* v : {"moe", "dense_active", "dense_total"}) {
+      plan.variants.push_back({v, std::string(v) == "moe", 1000, 500, 1280, std::nullopt});
+      for (int64_t seed : plan.seeds) {
+        PlannedRun r;
+        r.variant = v;
+        r.seed = seed;
+        r.dir = dir / (std::string(v) + "/seed" + std::to_string(seed));
+        plan.runs.push_back(r);
+      }
+    }
+    write_run(dir / "moe/seed0", 3.0, true);
+    write_run(dir / "moe/seed1", 3.2, true);  // seed 2 never started
+    write_run(dir / "dense_active/seed0", 3.3, true);
+    write_run(dir / "dense_active/seed1", 3.4, true);
+    write_run(dir / "dense_active/seed2", 3.8, true);
+    write_run(dir / "dense_total/seed0", 3.1, true);
+    write_run(dir / "dense_total/seed1", 9.9, false);  // interrupted
+    write_run(dir / "dense_total/seed2", 3.5, true);
+  }
+  TempDir dir;
+  StudyPlan plan;
+};
+
+TEST_F(ReportTest, MeanStdPerVariantOverFinishedSeedsOnly) {
+  const StudyReport r = build_report(plan);
+  ASSERT_EQ(r.variants.size(), 3u);
+  EXPECT_EQ(r.variants[0].best_val_loss.n, 2u);
+  EXPECT_EQ(r.variants[0].planned_runs, 3u);
+  EXPECT_NEAR(r.variants[0].best_val_loss.mean, 3.1, 1e-9);
+  EXPECT_NEAR(*r.variants[0].best_val_loss.std, std::sqrt(0.02), 1e-9);
+  EXPECT_NEAR(r.variants[1].best_val_loss.mean, 3.5, 1e-9);
+  EXPECT_NEAR(*r.variants[1].best_val_loss.std, std::sqrt(0.07), 1e-9);
+  EXPECT_NEAR(r.variants[1].final_val_loss.mean, 3.51, 1e-9);
+  EXPECT_EQ(r.variants[2].best_val_loss.n, 2u);
+  EXPECT_NEAR(r.variants[2].best_val_loss.mean, 3.3, 1e-9);  // 9.9 is not averaged in
+  EXPECT_EQ(r.missing(), 2u);
+}
+
+TEST_F(ReportTest, GapsArePairedBySeed) {
+  const StudyReport r = build_report(plan);
+  ASSERT_EQ(r.pairs.size(), 2u);
+  EXPECT_EQ(r.pairs[0].seeds, (std::vector<int64_t>{0, 1}));
+  EXPECT_NEAR(r.pairs[0].best_gap.mean, 0.25, 1e-9);
+  EXPECT_NEAR(*r.pairs[0].best_gap.std, std::sqrt(0.005), 1e-9);
+  EXPECT_EQ(r.pairs[1].seeds, (std::vector<int64_t>{0}));
+  EXPECT_NEAR(r.pairs[1].best_gap.mean, 0.1, 1e-9);
+  EXPECT_FALSE(r.pairs[1].best_gap.std);  // one pair has no spread
+}
+
+TEST_F(ReportTest, TablesListExcludedRunsAndNPerVariant) {
+  write_report_tables(build_report(plan), dir.str());
+  const std::string md = read_file(dir / "summary.md");
+  EXPECT_NE(md.find("| moe | 2/3 | 3.1000 ± 0.1414 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_active | 3/3 | 3.5000 ± 0.2646 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_active - moe | 2 | 0.2500 ± 0.0707 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_total - moe | 1 | 0.1000 (n=1) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- moe seed 2: missing (no run folder)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- dense_total seed 1: unfinished (no DONE file; 2 validation points"),
+            std::string::npos)
+      << md;
+
+  const auto j = nlohmann::json::parse(read_file(dir / "summary.json"));
+  EXPECT_EQ(j["variants"][0]["n"], 2);
+  EXPECT_EQ(j["variants"][0]["planned_runs"], 3);
+  EXPECT_EQ(j["excluded_runs"].size(), 2u);
+  EXPECT_EQ(j["gaps"][0]["name"], "dense_active - moe");
+
+  const std::string curves = read_file(dir / "curves.csv");
+  EXPECT_EQ(curves.rfind("variant,seed,step,tokens,val_loss\nmoe,0,5,640,3.5\n", 0), 0u) << curves;
+  EXPECT_EQ(curves.find("dense_total,1,"), std::string::npos);  // unfinished: excluded
+  const std::string gaps = read_file(dir / "gap_curves.csv");
+  EXPECT_NE(gaps.find("dense_active - moe,1,10,1280,0.19999"), std::string::npos) << gaps;
+  EXPECT_EQ(gaps.find("dense_total - moe,1,"), std::string::npos);
+}
+
+TEST_F(ReportTest, BrokenRunFilesAreExcludedWithTheReason) {
+  write_file(dir / "moe/seed1/DONE", "not json");
+  write_file(dir / "dense_active/seed2/val.csv", "step,loss\n");
+  const StudyReport r = build_report(plan);
+  EXPECT_EQ(r.missing(), 4u);
+  EXPECT_NE(r.runs[1].problem.find("DONE: expected a JSON object"), std::string::npos)
+      << r.runs[1].problem;
+  EXPECT_NE(r.runs[5].problem.find("val.csv:1: expected the header"), std::string::npos)
+      << r.runs[5].problem;
+}
+
+TEST_F(ReportTest, PlotsAreWrittenWhenMatplotlibExists) {
+  if (std::system("python3 -c 'import matplotlib' 2>/dev/null") != 0 &&
+      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "no python3 with matplotlib";
+  }
+  write_report_tables(build_report(plan), dir.str());
+  ASSERT_TRUE(render_plots(dir.str(), MOELAB_SOURCE_DIR "/src/study/plot_study.py"));
+  for (const char* png : {"curves.png", "gaps.png"}) {
+    EXPECT_EQ(read_file(dir / png).substr(1, 3), "PNG") << png;
+  }
+}
+
+}  // namespace
+}  // namespace moelab

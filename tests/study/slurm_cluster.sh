@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# A private single-node Slurm cluster for tests: its own munged, slurmctld and
+# slurmd, with every file under one short folder (Unix socket paths must stay
+# under 108 bytes). Runs as root without systemd or cgroups.
+#
+#   slurm_cluster.sh start DIR   # prints "export SLURM_CONF=DIR/slurm.conf"
+#   slurm_cluster.sh stop DIR    # cancels every job, then stops the daemons
+#
+# Daemons are stopped by the process ids recorded at start, never by name, so
+# other Slurm or munge processes on the machine are left alone.
+set -euo pipefail
+
+usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[[ $# == 2 ]] || usage
+action=$1
+dir=$(realpath -m "$2")
+
+start_daemon() {  # name, then the command; records the pid in DIR/NAME.pid
+  local name=$1; shift
+  "$@" >"$dir/$name.out" 2>&1 &
+  echo $! >"$dir/$name.pid"
+}
+
+wait_for() {  # description, then a command that succeeds once ready
+  local what=$1; shift
+  for _ in $(seq 100); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  echo "slurm_cluster: $what did not come up; logs in $dir" >&2
+  return 1
+}
+
+free_port() {  # a TCP port nobody listens on
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 30000))
+    if ! ss -ltn "sport = :$port" | grep -q LISTEN; then echo "$port"; return; fi
+  done
+}
+
+start() {
+  mkdir -p "$dir"/{munge,state,spool}
+  # munged refuses a socket folder whose parents are not world-executable.
+  chmod 755 "$dir" "$dir/munge"
+  local sock="$dir/munge/sock"
+  if (( ${#sock} >= 100 )); then
+    echo "slurm_cluster: $dir is too long for a Unix socket path; use a short folder" >&2
+    exit 2
+  fi
+  head -c 1024 /dev/urandom >"$dir/munge.key"
+  chmod 400 "$dir/munge.key"
+  start_daemon munged munged --foreground --force --socket="$sock" --key-file="$dir/munge.key" \
+    --pid-file="$dir/munge/munged.pidfile" --log-file="$dir/munged.log" \
+    --seed-file="$dir/munge/seed"
+  wait_for munged test -S "$sock"
+
+  local host
+  host=$(hostname -s)
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=moelabtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+AuthType=auth/munge
+AuthInfo=socket=$sock
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pidfile
+SlurmdPidFile=$dir/slurmd.pidfile
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=pmix
+SchedulerParameters=batch_sched_delay=0
+DependencyParameters=kill_invalid_depend
+ReturnToService=2
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+  export SLURM_CONF="$dir/slurm.conf"
+  start_daemon slurmctld slurmctld -D -i -f "$SLURM_CONF"
+  wait_for slurmctld scontrol ping
+  start_daemon slurmd slurmd -D -f "$SLURM_CONF"
+  wait_for "slurmd (node idle)" bash -c "sinfo -h -o %T | grep -q idle"
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+stop() {
+  export SLURM_CONF="$dir/slurm.conf"
+  if [[ -f $dir/slurmctld.pid ]]; then
+    scancel --full --user="$(id -un)" >/dev/null 2>&1 || true
+    for _ in $(seq 50); do
+      [[ -z $(squeue -h 2>/dev/null) ]] && break
+      sleep 0.1
+    done
+  fi
+  local name pid
+  for name in slurmd slurmctld munged; do
+    [[ -f $dir/$name.pid ]] || continue
+    pid=$(cat "$dir/$name.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$dir/$name.pid"
+  done
+}
+
+case $action in
+  start) start ;;
+  stop) stop ;;
+  *) usage ;;
+esac

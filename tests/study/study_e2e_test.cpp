@@ -1,0 +1,210 @@
+// End to end with the real binary on a tiny generated dataset: `moelab study
+// run` locally, `moelab report` on a study with a run missing, and (when
+// MOELAB_SLURM_TEST=1, as the `slurm` ctest sets it) `moelab study submit` on a
+// private single-node Slurm cluster started by slurm_cluster.sh.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "study_test_util.h"
+
+namespace moelab {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_file;
+using testing::write_file;
+
+// Runs a shell command; returns its exit status and appends stdout+stderr to `output`.
+int run(const std::string& command, std::string* output = nullptr) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  size_t n = 0;
+  std::string out;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (output) *output += out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Simple stories from a few word lists: enough variety for a 128-piece tokenizer.
+std::string generated_corpus() {
+  const std::vector<std::string> names = {"Tom", "Lily", "Ben", "Mia", "Sam", "Anna"};
+  const std::vector<std::string> verbs = {"saw", "found", "liked", "lost", "drew", "made"};
+  const std::vector<std::string> things = {"a red ball",  "a small dog", "the big tree",
+                                           "a blue boat", "the old hat", "a green frog"};
+  const std::vector<std::string> ends = {"and smiled.",  "in the park.",   "at home.",
+                                         "by the lake.", "with a friend.", "after lunch."};
+  std::mt19937 rng(7);
+  auto pick = [&](const std::vector<std::string>& words) { return words[rng() % words.size()]; };
+  std::string text;
+  for (int doc = 0; doc < 300; ++doc) {
+    for (int s = 0; s < 3; ++s) {
+      text += pick(names) + " " + pick(verbs) + " " + pick(things) + " " + pick(ends) + " ";
+    }
+    text += "\n<|endoftext|>\n";
+  }
+  return text;
+}
+
+// One generated dataset and study folder shared by the tests of this file.
+class StudyEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/mst.XXXXXX";  // short: the Slurm test puts sockets under it
+    root_ = mkdtemp(tmpl);
+    write_file(root_ + "/corpus.txt", generated_corpus());
+    std::string out;
+    prep_status_ =
+        run(std::string(MOELAB_BINARY) + " prep --input " + root_ + "/corpus.txt --out " + root_ +
+                "/data --vocab-size 128 --val-fraction 0.1",
+            &out);
+    prep_output_ = out;
+  }
+  static void TearDownTestSuite() {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+  }
+  void SetUp() override { ASSERT_EQ(prep_status_, 0) << prep_output_; }
+
+  // A 3-variant x 2-seed study in <root>/<name>/ writing runs to <root>/<name>/out.
+  std::string write_study(const std::string& name) {
+    const std::string dir = root_ + "/" + name;
+    write_file(dir + "/base.toml", testing::tiny_base_config(root_ + "/data"));
+    write_file(dir + "/study.toml",
+               testing::tiny_study(dir + "/out", "[0, 1]", "parallel_runs = 2\n"));
+    return dir;
+  }
+
+  static std::string root_;
+  static int prep_status_;
+  static std::string prep_output_;
+};
+std::string StudyEndToEnd::root_;
+int StudyEndToEnd::prep_status_ = -1;
+std::string StudyEndToEnd::prep_output_;
+
+void expect_every_run_done(const std::string& out_root) {
+  for (const char* v : {"moe", "dense_active", "dense_total"}) {
+    for (const char* seed : {"seed0", "seed1"}) {
+      const std::string run_dir = out_root + "/" + v + "/" + seed;
+      EXPECT_TRUE(fs::exists(run_dir + "/DONE")) << run_dir;
+      EXPECT_TRUE(fs::exists(run_dir + "/val.csv")) << run_dir;
+    }
+  }
+}
+
+TEST_F(StudyEndToEnd, LocalRunThenReportWithARunMissing) {
+  const std::string dir = write_study("local");
+  std::string out;
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study plan " + dir + "/study.toml", &out), 0) << out;
+  EXPECT_NE(out.find("dense_active: dense, d_ff matched to the active parameters of 'moe'"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(dir + "/out")) << "plan must not write anything";
+
+  out.clear();
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study run " + dir + "/study.toml", &out), 0) << out;
+  expect_every_run_done(dir + "/out");
+  const std::string md = read_file(dir + "/out/summary.md");
+  EXPECT_NE(md.find("| moe | 2/2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("None: every planned run finished."), std::string::npos) << md;
+  EXPECT_TRUE(fs::exists(dir + "/out/curves.png") ||
+              out.find("skipping the plots") != std::string::npos)
+      << out;
+
+  // A second run skips everything.
+  out.clear();
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study run --no-plots " + dir + "/study.toml", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("moe seed 1: already done, skipped"), std::string::npos) << out;
+
+  fs::remove_all(dir + "/out/dense_total/seed1");
+  out.clear();
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " report --no-plots " + dir + "/out", &out), 0) << out;
+  EXPECT_NE(out.find("| dense_total | 1/2 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("- dense_total seed 1: missing (no run folder)"), std::string::npos) << out;
+}
+
+TEST_F(StudyEndToEnd, ChangedStudyInTheSameOutRootIsRefused) {
+  const std::string dir = write_study("changed");
+  write_file(
+      dir + "/out/study.json",
+      R"({"name": "other", "source": "x.toml", "hash": "0", "out_root": ")" + dir +
+          R"(/out", "seeds": [0], "ranks": 1, "threads": 1, "variants": [], "runs": [], "pairs": []})");
+  std::string out;
+  EXPECT_EQ(run(std::string(MOELAB_BINARY) + " study run " + dir + "/study.toml", &out), 2) << out;
+  EXPECT_NE(out.find("already holds a different study ('other'"), std::string::npos) << out;
+}
+
+// Starts the private cluster in SetUp and always stops it in TearDown.
+class SlurmCluster : public StudyEndToEnd {
+ protected:
+  void SetUp() override {
+    const char* wanted = std::getenv("MOELAB_SLURM_TEST");
+    if (!wanted || std::string(wanted) != "1") {
+      GTEST_SKIP() << "set MOELAB_SLURM_TEST=1 (the `slurm` ctest label does) to run";
+    }
+    StudyEndToEnd::SetUp();
+    cluster_ = root_ + "/c";
+    std::string out;
+    started_ = true;
+    ASSERT_EQ(run(script_ + " start " + cluster_, &out), 0) << out;
+    setenv("SLURM_CONF", (cluster_ + "/slurm.conf").c_str(), 1);
+  }
+  void TearDown() override {
+    if (!started_) return;
+    std::string out;
+    EXPECT_EQ(run(script_ + " stop " + cluster_, &out), 0) << out;
+    unsetenv("SLURM_CONF");
+  }
+  const std::string script_ = MOELAB_SOURCE_DIR "/tests/study/slurm_cluster.sh";
+  std::string cluster_;
+  bool started_ = false;
+};
+
+TEST_F(SlurmCluster, SubmittedStudyFinishesWithAReport) {
+  const std::string dir = write_study("slurm");
+  std::string out;
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study submit " + dir + "/study.toml", &out), 0)
+      << out;
+  const auto at = out.find("report job ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string report_job = out.substr(at + 11, out.find(' ', at + 11) - at - 11);
+
+  // Bounded poll: the six tiny runs take seconds each on two CPUs.
+  std::string state;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    state.clear();
+    run("scontrol show job " + report_job + " | grep -o 'JobState=[A-Z_]*'", &state);
+    if (state.find("PENDING") == std::string::npos && state.find("RUNNING") == std::string::npos &&
+        state.find("JobState=") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  std::string queue;
+  run("squeue -a -o '%i %j %T %r'", &queue);
+  ASSERT_NE(state.find("JobState=COMPLETED"), std::string::npos)
+      << state << "\nqueue:\n"
+      << queue << "\nreport log:\n"
+      << read_file(dir + "/out/slurm/logs/report.out") << "\nmoe seed0 log:\n"
+      << read_file(dir + "/out/moe/seed0/slurm.log");
+  expect_every_run_done(dir + "/out");
+  const std::string md = read_file(dir + "/out/summary.md");
+  EXPECT_NE(md.find("| dense_active | 2/2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_active - moe | 2 |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace moelab

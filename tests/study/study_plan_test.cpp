@@ -1,0 +1,132 @@
+// Planning a study: runs, per-seed settings, matched widths, the manifest and
+// the out_root guard against mixing two studies.
+#include <gtest/gtest.h>
+
+#include "config/load.h"
+#include "model/param_count.h"
+#include "study/study_plan.h"
+#include "study/study_spec.h"
+#include "study_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+using testing::TempDir;
+using testing::write_file;
+
+class StudyPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_file(dir / "base.toml", testing::tiny_base_config("data/tiny"));
+    write_file(dir / "study.toml", testing::tiny_study(dir / "out"));
+  }
+  StudyPlan plan() { return plan_study(load_study(dir / "study.toml")); }
+  TempDir dir;
+};
+
+TEST_F(StudyPlanTest, OneRunPerVariantAndSeed) {
+  const StudyPlan p = plan();
+  ASSERT_EQ(p.runs.size(), 6u);
+  EXPECT_EQ(p.runs[3].variant, "dense_active");
+  EXPECT_EQ(p.runs[3].seed, 1);
+  EXPECT_EQ(p.runs[3].dir, dir / "out/dense_active/seed1");
+  EXPECT_EQ(p.runs[3].config, dir / "out/dense_active/seed1/config.toml");
+  EXPECT_EQ(p.runs[3].cfg.train.seed, 1);
+  EXPECT_EQ(p.runs[3].cfg.train.out_dir, p.runs[3].dir);
+  // A relative data.dir is anchored at the working directory, where `moelab
+  // train` would have read it, since the run config lives elsewhere.
+  EXPECT_EQ(p.runs[0].cfg.data.dir, (std::filesystem::current_path() / "data/tiny").string());
+  EXPECT_TRUE(p.runs[0].cfg.moe.enabled);
+  EXPECT_EQ(p.runs[0].cfg.moe.num_experts, 4);
+  EXPECT_EQ(p.variants[0].tokens, 10 * 4 * 32);  // max_steps * batch_seqs * seq_len
+}
+
+TEST_F(StudyPlanTest, MatchedVariantsUseMatchDense) {
+  const StudyPlan p = plan();
+  const Config& moe = p.runs[0].cfg;
+  for (const auto& [index, target] : {std::pair<int, std::string>{1, "active"}, {2, "total"}}) {
+    const PlannedVariant& v = p.variants[index];
+    ASSERT_TRUE(v.match) << v.name;
+    const MatchResult expected = match_dense(moe, target, "d_ff");
+    EXPECT_FALSE(v.moe);
+    EXPECT_EQ(v.match->target_params, expected.target);
+    EXPECT_EQ(v.match->dense_total, expected.dense_total);
+    EXPECT_DOUBLE_EQ(v.match->mismatch, expected.mismatch);
+    EXPECT_EQ(v.total_params, expected.dense_total);
+    EXPECT_EQ(p.runs[2 * index].cfg.model.d_ff, expected.dense.model.d_ff);
+  }
+  EXPECT_EQ(p.variants[0].total_params, count_params(moe).total);
+  EXPECT_EQ(p.variants[0].active_params, count_params(moe).active);
+  ASSERT_EQ(p.pairs.size(), 2u);
+  EXPECT_EQ(p.pairs[0].label(), "dense_active - moe");
+  EXPECT_EQ(p.pairs[1].label(), "dense_total - moe");
+}
+
+TEST_F(StudyPlanTest, MatchingADenseVariantFails) {
+  std::string text = testing::tiny_study(dir / "out");
+  text.replace(text.find("variant = \"moe\", target = \"total\""), 15,
+               "variant = \"dense_active\"");
+  write_file(dir / "study.toml", text);
+  try {
+    plan();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'dense_total' matches 'dense_active', which is a dense"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(StudyPlanTest, ConfigErrorsNameTheStudyPlace) {
+  std::string text = testing::tiny_study(dir / "out");
+  text.replace(text.find("\"moe.top_k\" = 2"), 15, "\"moe.top_k\" = 8");
+  write_file(dir / "study.toml", text);
+  try {
+    plan();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("moe.top_k"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StudyPlanTest, ManifestRoundTrips) {
+  const StudyPlan p = plan();
+  prepare_out_root(p);
+  const StudyPlan m = read_study_manifest(dir / "out");
+  EXPECT_EQ(m.name, p.name);
+  EXPECT_EQ(m.hash, p.hash);
+  EXPECT_EQ(m.seeds, p.seeds);
+  ASSERT_EQ(m.runs.size(), p.runs.size());
+  EXPECT_EQ(m.runs[5].dir, p.runs[5].dir);
+  ASSERT_EQ(m.variants.size(), 3u);
+  ASSERT_TRUE(m.variants[2].match);
+  EXPECT_EQ(m.variants[2].match->dense_total, p.variants[2].match->dense_total);
+  EXPECT_EQ(m.pairs.size(), 2u);
+}
+
+TEST_F(StudyPlanTest, OutRootHoldingADifferentStudyIsRefused) {
+  prepare_out_root(plan());
+  EXPECT_NO_THROW(prepare_out_root(plan()));  // the same study again is fine
+  write_file(dir / "study.toml", testing::tiny_study(dir / "out", "[0, 1, 2]"));
+  try {
+    check_out_root(plan());
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("already holds a different study"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(StudyPlanTest, RanksMustSplitTheBatch) {
+  write_file(dir / "study.toml", testing::tiny_study(dir / "out", "[0]", "ranks = 3\n"));
+  try {
+    plan();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("study.ranks = 3"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace moelab

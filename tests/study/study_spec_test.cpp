@@ -1,0 +1,130 @@
+// The study file: what a good one resolves to, and the bad inputs that must
+// fail before anything runs, each with a message naming the place and the fix.
+#include <gtest/gtest.h>
+
+#include "study/study_spec.h"
+#include "study_test_util.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+using testing::tiny_study;
+
+// The InputError message parse_study throws for `text`, or "" if none.
+std::string error_of(const std::string& text) {
+  try {
+    parse_study(text, "/studies/s.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StudySpec, ParsesVariantsSeedsAndPaths) {
+  const StudySpec s = parse_study(
+      tiny_study("/runs/tiny", "[3, 1, 2]", "ranks = 2\nthreads = 3\nparallel_runs = 2\n") +
+          "[slurm]\npartition = \"gpu\"\nlauncher = \"mpirun\"\nextra = [\"--qos=low\"]\n",
+      "/studies/s.toml");
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_EQ(s.base, "/studies/base.toml");  // relative to the study file
+  EXPECT_EQ(s.seeds, (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(s.out_root, "/runs/tiny");
+  EXPECT_EQ(s.ranks, 2);
+  EXPECT_EQ(s.threads, 3);
+  EXPECT_EQ(s.parallel_runs, 2);
+  ASSERT_EQ(s.set.size(), 1u);
+  EXPECT_EQ(s.set[0].assignment, "train.max_steps=10");
+  EXPECT_EQ(s.set[0].origin, "/studies/s.toml:11:1");
+  ASSERT_EQ(s.variants.size(), 3u);
+  EXPECT_EQ(s.variants[0].name, "moe");
+  EXPECT_EQ(s.variants[0].set.size(), 4u);
+  EXPECT_EQ(s.variants[0].set[0].assignment, "moe.enabled=true");
+  EXPECT_FALSE(s.variants[0].match);
+  ASSERT_TRUE(s.variants[2].match);
+  EXPECT_EQ(s.variants[2].match->variant, "moe");
+  EXPECT_EQ(s.variants[2].match->target, "total");
+  EXPECT_EQ(s.variants[2].match->knob, "d_ff");
+  EXPECT_EQ(s.slurm.partition, "gpu");
+  EXPECT_EQ(s.slurm.launcher, "mpirun");
+  EXPECT_EQ(s.slurm.extra, std::vector<std::string>{"--qos=low"});
+}
+
+TEST(StudySpec, StringAndFloatOverridesBecomeTomlLiterals) {
+  const StudySpec s = parse_study(
+      "[study]\nname = \"x\"\nbase = \"b.toml\"\nseeds = [0]\nout_root = \"/o\"\n"
+      "[[variant]]\nname = \"a\"\nset = { \"train.precision\" = \"fp32\", \"optim.lr\" = 1e-3, "
+      "\"optim.min_lr_ratio\" = 1.0 }\n",
+      "s.toml");
+  ASSERT_EQ(s.variants[0].set.size(), 3u);
+  EXPECT_EQ(s.variants[0].set[0].assignment, "train.precision=\"fp32\"");
+  EXPECT_EQ(s.variants[0].set[1].assignment, "optim.lr=0.001");
+  EXPECT_EQ(s.variants[0].set[2].assignment, "optim.min_lr_ratio=1.0");
+}
+
+TEST(StudySpec, UnknownVariantFieldNamesPlaceAndSuggestion) {
+  std::string text = tiny_study("/o");
+  text.replace(text.find("name = \"moe\"\nset"), 16, "name = \"moe\"\nsett");
+  const std::string msg = error_of(text);
+  EXPECT_NE(msg.find("/studies/s.toml:12:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'sett'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'set'"), std::string::npos) << msg;
+}
+
+TEST(StudySpec, UnknownStudyKeyAndSection) {
+  EXPECT_NE(error_of(tiny_study("/o", "[0]", "rank = 2\n")).find("did you mean 'ranks'"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny_study("/o") + "[slurmm]\n").find("did you mean 'slurm'"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny_study("/o") + "[slurm]\nlauncher = \"ssh\"\n").find("\"srun\""),
+            std::string::npos);
+}
+
+TEST(StudySpec, UnknownConfigKeyInSetFailsAtParse) {
+  std::string text = tiny_study("/o");
+  text.replace(text.find("\"moe.top_k\""), 11, "\"moe.topk\"");
+  const std::string msg = error_of(text);
+  EXPECT_NE(msg.find("variant 'moe'.set"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("moe.top_k"), std::string::npos) << msg;  // the suggestion
+}
+
+TEST(StudySpec, EmptyOrRepeatedSeeds) {
+  EXPECT_NE(error_of(tiny_study("/o", "[]")).find("study.seeds must be a non-empty array"),
+            std::string::npos);
+  const std::string msg = error_of(tiny_study("/o", "[0, 1, 0]"));
+  EXPECT_NE(msg.find("/studies/s.toml:4:16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("seed 0 appears twice"), std::string::npos) << msg;
+  EXPECT_NE(error_of(tiny_study("/o", "[-1]")).find("integers >= 0"), std::string::npos);
+}
+
+TEST(StudySpec, MatchPointingAtMissingVariant) {
+  std::string text = tiny_study("/o");
+  text.replace(text.find("variant = \"moe\", target = \"active\""), 15, "variant = \"mo\"");
+  const std::string msg = error_of(text);
+  EXPECT_NE(msg.find("matches variant 'mo', which the study does not define"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("did you mean 'moe'"), std::string::npos) << msg;
+}
+
+TEST(StudySpec, MissingRequiredFieldsAndDuplicateVariants) {
+  EXPECT_NE(error_of("[study]\nname = \"x\"\n").find("study.base is missing"), std::string::npos);
+  EXPECT_NE(error_of("[study]\nname = \"x\"\nbase = \"b\"\nseeds = [0]\nout_root = \"/o\"\n")
+                .find("no [[variant]]"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny_study("/o") + "[[variant]]\nname = \"moe\"\n").find("defined twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("[study\n").find("TOML syntax error"), std::string::npos);
+}
+
+TEST(StudySpec, LoadNamesUnreadableFile) {
+  try {
+    load_study("/nonexistent/study.toml");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/study.toml: cannot open"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace moelab

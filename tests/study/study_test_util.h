@@ -1,0 +1,68 @@
+// Shared by the study tests: a temp folder per test, file writing, and a tiny
+// base config plus a 3-variant study around it.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace moelab::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device entropy;
+    path_ = std::filesystem::temp_directory_path() /
+            ("moelab_study_test_" + std::to_string(entropy()) + std::to_string(entropy()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string str() const { return path_.string(); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// d_model 32, 2 layers, seq_len 32: trains in about a second on one core.
+inline std::string tiny_base_config(const std::string& data_dir) {
+  return "[model]\nvocab_size = 128\nd_model = 32\nn_layers = 2\nn_heads = 2\nd_ff = 64\n"
+         "seq_len = 32\n\n[data]\ndir = \"" +
+         data_dir +
+         "\"\n\n[train]\nmax_steps = 10\nbatch_seqs = 4\nprecision = \"fp32\"\n\n"
+         "[optim]\nwarmup_steps = 2\n\n[eval]\ninterval = 5\n\n[log]\nprogress = \"off\"\n";
+}
+
+// moe (4 experts, top-2) and two dense variants matched to its active and total
+// parameter counts; `extra` is appended to the [study] table.
+inline std::string tiny_study(const std::string& out_root, const std::string& seeds = "[0, 1]",
+                              const std::string& extra = "") {
+  return "[study]\nname = \"tiny\"\nbase = \"base.toml\"\nseeds = " + seeds + "\nout_root = \"" +
+         out_root + "\"\n" + extra +
+         "\n[study.set]\n\"train.max_steps\" = 10\n\n"
+         "[[variant]]\nname = \"moe\"\nset = { \"moe.enabled\" = true, \"moe.num_experts\" = 4, "
+         "\"moe.top_k\" = 2, \"moe.d_expert\" = 32 }\n\n"
+         "[[variant]]\nname = \"dense_active\"\nmatch = { variant = \"moe\", target = "
+         "\"active\" }\n\n"
+         "[[variant]]\nname = \"dense_total\"\nmatch = { variant = \"moe\", target = \"total\" "
+         "}\n";
+}
+
+}  // namespace moelab::testing

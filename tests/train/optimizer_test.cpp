@@ -1,0 +1,119 @@
+#include "train/optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+// A tiny model's worth of parameters: a matrix and a norm-like vector.
+NamedParams make_params() {
+  torch::manual_seed(7);
+  return {{"layer.weight", torch::randn({4, 3}).requires_grad_()},
+          {"norm.weight", torch::ones({3}).requires_grad_()}};
+}
+
+// A deterministic loss whose gradient changes with the step, so moments matter.
+void train_step(torch::optim::AdamW& optimizer, const NamedParams& params, int step) {
+  optimizer.zero_grad();
+  const torch::Tensor x = torch::full({2, 4}, 0.1 * (step + 1));
+  const torch::Tensor y = torch::matmul(x, params[0].second) * params[1].second;
+  (y.square().sum() + y.sum()).backward();
+  optimizer.step();
+}
+
+NamedParams clone_params(const NamedParams& params) {
+  NamedParams copy;
+  for (const auto& [name, p] : params) copy.emplace_back(name, p.detach().clone().requires_grad_());
+  return copy;
+}
+
+OptimConfig test_config() {
+  OptimConfig cfg;
+  cfg.lr = 0.05;
+  cfg.weight_decay = 0.3;
+  return cfg;
+}
+
+TEST(Optimizer, DecaysMatricesOnly) {
+  const NamedParams params = make_params();
+  auto optimizer = make_adamw(params, test_config());
+  ASSERT_EQ(optimizer->param_groups().size(), 2u);
+  const auto& decayed = optimizer->param_groups()[0];
+  const auto& plain = optimizer->param_groups()[1];
+  EXPECT_TRUE(decayed.params()[0].is_same(params[0].second));
+  EXPECT_TRUE(plain.params()[0].is_same(params[1].second));
+  EXPECT_DOUBLE_EQ(static_cast<const torch::optim::AdamWOptions&>(decayed.options()).weight_decay(),
+                   0.3);
+  EXPECT_DOUBLE_EQ(static_cast<const torch::optim::AdamWOptions&>(plain.options()).weight_decay(),
+                   0.0);
+
+  // With zero gradients Adam's update is 0, so only decay moves a parameter.
+  const torch::Tensor matrix_before = params[0].second.detach().clone();
+  const torch::Tensor vector_before = params[1].second.detach().clone();
+  for (const auto& [name, p] : params) p.mutable_grad() = torch::zeros_like(p);
+  optimizer->step();
+  EXPECT_TRUE(torch::allclose(params[0].second, matrix_before * (1 - 0.05 * 0.3)));
+  EXPECT_TRUE(torch::equal(params[1].second, vector_before));
+}
+
+TEST(Optimizer, ResumedStateContinuesIdentically) {
+  const NamedParams original = make_params();
+  auto optimizer = make_adamw(original, test_config());
+  for (int step = 0; step < 3; ++step) train_step(*optimizer, original, step);
+
+  const auto state = optimizer_state_tensors(*optimizer, original);
+  EXPECT_EQ(state.size(), 6u);
+  EXPECT_EQ(state.at("optim/layer.weight/step").item<int64_t>(), 3);
+  EXPECT_EQ(state.at("optim/norm.weight/exp_avg").sizes(), torch::IntArrayRef({3}));
+
+  const NamedParams resumed = clone_params(original);
+  auto fresh = make_adamw(resumed, test_config());
+  load_optimizer_state(*fresh, resumed, state);
+
+  train_step(*optimizer, original, 3);
+  train_step(*fresh, resumed, 3);
+  for (size_t i = 0; i < original.size(); ++i) {
+    EXPECT_TRUE(torch::equal(original[i].second, resumed[i].second)) << original[i].first;
+  }
+
+  // Without the state the same step differs, so the comparison above can fail.
+  const NamedParams unresumed = clone_params(resumed);
+  auto cold = make_adamw(unresumed, test_config());
+  train_step(*cold, unresumed, 4);
+  train_step(*optimizer, original, 4);
+  EXPECT_FALSE(torch::equal(original[0].second, unresumed[0].second));
+}
+
+TEST(Optimizer, UnsteppedParametersReportFreshState) {
+  const NamedParams params = make_params();
+  auto optimizer = make_adamw(params, test_config());
+  const auto state = optimizer_state_tensors(*optimizer, params);
+  EXPECT_EQ(state.at("optim/layer.weight/step").item<int64_t>(), 0);
+  EXPECT_TRUE(torch::equal(state.at("optim/layer.weight/exp_avg_sq"), torch::zeros({4, 3})));
+}
+
+TEST(Optimizer, MissingOrMisshapedStateNamesTheParameter) {
+  const NamedParams params = make_params();
+  auto optimizer = make_adamw(params, test_config());
+  auto state = optimizer_state_tensors(*optimizer, params);
+  state.erase("optim/norm.weight/exp_avg_sq");
+  try {
+    load_optimizer_state(*optimizer, params, state);
+    FAIL() << "missing state accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("norm.weight"), std::string::npos) << e.what();
+  }
+  state["optim/norm.weight/exp_avg_sq"] = torch::zeros({5});
+  try {
+    load_optimizer_state(*optimizer, params, state);
+    FAIL() << "wrong shape accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("optim/norm.weight/exp_avg_sq"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace moelab
