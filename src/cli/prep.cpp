@@ -27,7 +27,6 @@ void apply_choices(PrepCommandOptions* options) {
   prep.corpus.format = options->format == "jsonl" ? CorpusFormat::kJsonl : CorpusFormat::kText;
   prep.corpus.on_bad_json =
       options->on_bad_json == "skip" ? BadJsonPolicy::kSkip : BadJsonPolicy::kFail;
-  prep.tokenizer.threads = prep.threads;
 }
 
 void print_summary(const PrepOptions& prep, const PrepSummary& summary) {

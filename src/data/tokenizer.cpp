@@ -39,6 +39,26 @@ class TempFile {
   std::string path_;
 };
 
+// A unique temporary folder, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "moelab_spm_XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw InputError("cannot create a temporary folder " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 std::string shell_quoted(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -83,26 +103,25 @@ std::string one_per_line(const std::vector<std::string>& texts) {
 std::string train_tokenizer(const std::vector<std::string>& documents,
                             const TokenizerTrainOptions& options) {
   if (documents.empty()) throw InputError("tokenizer training: no documents to train on");
-  TempFile input;
-  write_file(input.path(), one_per_line(documents));
-  TempFile prefix;
+  // spm_train records its input and output names inside the model, so it runs
+  // in a private folder with fixed relative names: same documents, same bytes.
+  TempDir dir;
+  write_file(dir.path() + "/corpus.txt", one_per_line(documents));
   std::ostringstream command;
-  // The sample is already bounded by prep, so SentencePiece must not resample it.
-  command << "spm_train --input=" << shell_quoted(input.path())
-          << " --model_prefix=" << shell_quoted(prefix.path()) << " --model_type=bpe"
+  // The sample is already bounded by prep, so SentencePiece must not resample it;
+  // one thread, because spm_train's result depends on its thread count.
+  command << "cd " << shell_quoted(dir.path()) << " && spm_train --input=corpus.txt"
+          << " --model_prefix=tokenizer --model_type=bpe"
           << " --vocab_size=" << options.vocab_size
           << " --character_coverage=" << options.character_coverage
           << " --byte_fallback=" << (options.byte_fallback ? "true" : "false")
-          << " --num_threads=" << options.threads
+          << " --num_threads=1"
           << " --input_sentence_size=0 --shuffle_input_sentence=false"
           << " --max_sentence_length=65536 --minloglevel=2"
           << " --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 >/dev/null";
   run_tool(command.str(),
            "tokenizer training (vocab_size " + std::to_string(options.vocab_size) + ")");
-  const std::string model = read_file(prefix.path() + ".model");
-  fs::remove(prefix.path() + ".model");
-  fs::remove(prefix.path() + ".vocab");
-  return model;
+  return read_file(dir.path() + "/tokenizer.model");
 }
 
 Tokenizer::Tokenizer(const std::string& serialized_model, const std::string& origin)

@@ -18,7 +18,6 @@ struct TokenizerTrainOptions {
   int64_t vocab_size = 4096;
   double character_coverage = 0.9995;
   bool byte_fallback = false;
-  int threads = 1;
 };
 
 // Trains BPE on `documents` and returns the serialized model (the bytes of a

@@ -98,7 +98,7 @@ TEST(TensorFile, RejectsNamesThatCannotBeStored) {
 
 // h5py is what users will open checkpoints with; check it reads ours as documented.
 TEST(TensorFile, ReadableWithH5py) {
-  if (std::system("python3 -c 'import h5py' 2>/dev/null") != 0) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0) {
     GTEST_SKIP() << "python3-h5py is not installed; h5py readability not checked";
   }
   testing::TempDir dir;
@@ -114,7 +114,7 @@ TEST(TensorFile, ReadableWithH5py) {
       "assert f['norm.weight'].attrs['torch_dtype'] in (b'bfloat16', 'bfloat16')\n"
       "assert f['layers.1.moe.experts.3.w1'][...].dtype == np.float64\n";
   std::ofstream(dir / "check.py") << script;
-  EXPECT_EQ(std::system(("python3 " + (dir / "check.py")).c_str()), 0);
+  EXPECT_EQ(std::system(("/usr/bin/python3 " + (dir / "check.py")).c_str()), 0);
 }
 
 }  // namespace
