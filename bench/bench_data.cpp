@@ -2,11 +2,6 @@
 // a given tokenizer, one thread per rank; run under mpirun for more ranks) and
 // loader throughput (tokens per second delivered by BatchLoader).
 //   bench_data --text FILE --tokenizer MODEL [--seq-len 256] [--batch 32] [--batches 300]
-// Only MPI's C API is used: keep Open MPI's C++ bindings (a separate library
-// nothing links) out of every file that includes this header.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +13,7 @@
 #include "data/corpus_reader.h"
 #include "data/prep.h"
 #include "data/tokenizer.h"
+#include "util/allocator.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/mpi_session.h"
@@ -52,6 +48,7 @@ double encode_only_mb_per_s(const std::string& text_file, const std::string& mod
 }  // namespace
 
 int main(int argc, char** argv) {
+  moelab::keep_freed_memory();
   moelab::MpiSession session(&argc, &argv);
   moelab::init_logging(moelab::MpiSession::rank(), "warn");
   CLI::App app{"moelab data pipeline benchmark"};

@@ -11,6 +11,7 @@
 #include "comm/all_to_all_dispatcher.h"
 #include "comm/failure.h"
 #include "comm/process_groups.h"
+#include "util/allocator.h"
 #include "util/mpi_session.h"
 
 namespace moelab {
@@ -90,6 +91,7 @@ void run(const Options& options) {
 }  // namespace moelab
 
 int main(int argc, char** argv) {
+  moelab::keep_freed_memory();
   moelab::MpiSession session(&argc, &argv);
   moelab::Options options;
   CLI::App app("Times expert-parallel dispatch + combine");

@@ -11,12 +11,13 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <fstream>
 #include <string>
 
 #include "model/param_count.h"
 #include "model/phase_timer.h"
 #include "model/transformer.h"
+#include "util/allocator.h"
+#include "util/memory.h"
 
 namespace moelab {
 namespace {
@@ -38,19 +39,6 @@ double matmul_peak_flops(torch::Dtype dtype, int64_t n = 2048, int reps = 5) {
     best = std::min(best, seconds_since(start));
   }
   return 2.0 * n * n * n / best;
-}
-
-double peak_rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      double kib;
-      status >> kib;
-      return kib / 1024.0;
-    }
-  }
-  return 0.0;
 }
 
 Config reference_config(bool moe, const std::string& precision) {
@@ -117,6 +105,7 @@ void bench(bool moe, const std::string& precision, int steps, double peak) {
 }  // namespace moelab
 
 int main(int argc, char** argv) {
+  moelab::keep_freed_memory();
   const int steps = argc > 1 ? std::stoi(argv[1]) : 3;
   const int threads = argc > 2 ? std::stoi(argv[2]) : 2;
   torch::set_num_threads(threads);
@@ -129,6 +118,6 @@ int main(int argc, char** argv) {
     moelab::bench(moe, "fp32", steps, peak_fp32);
     moelab::bench(moe, "bf16", steps, peak_bf16);
   }
-  fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_rss_mib());
+  fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());
   return 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the built-in demo corpus (Debian's fortunes): installs what is
 # missing, builds, prepares the corpus, trains a small dense model and its MoE
-# twin, and prints their best validation losses side by side.
+# twin, and prints their best validation losses side by side. Both train on
+# MOELAB_DEMO_RANKS ranks (default 2, one core each): the dense model data-parallel,
+# the MoE with its 4 experts split over the ranks (parallel.ep = ranks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,9 +18,9 @@ if [ ! -f "$data/train/manifest.json" ]; then
 fi
 "$moelab" prep --inspect "$data" | head -n 12
 
-for model in dense-small moe-small; do
-  launch/train.sh -np "${MOELAB_DEMO_RANKS:-1}" configs/$model.toml --resume auto "$@"
-done
+ranks=${MOELAB_DEMO_RANKS:-2}
+launch/train.sh -np "$ranks" configs/dense-small.toml --resume auto "$@"
+launch/train.sh -np "$ranks" configs/moe-small.toml --resume auto --set parallel.ep="$ranks" "$@"
 
 echo
 echo "best validation loss (lower is better):"

@@ -12,6 +12,7 @@
 
 #include "config/load.h"
 #include "model/param_count.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -43,19 +44,6 @@ void print_counts(const std::string& title, const ParamCounts& c) {
   row("active", c.active);
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.good()) throw InputError("params --write: cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    throw InputError("params --write: cannot rename " + tmp + " to " + path + ": " + ec.message());
-}
-
 void run_params(const ParamsOptions& opt) {
   const Config cfg = load_config(opt.config_path, opt.overrides);
   print_counts(opt.config_path + (cfg.moe.enabled ? " (MoE)" : " (dense)"), count_params(cfg));
@@ -73,7 +61,7 @@ void run_params(const ParamsOptions& opt) {
              m.target, m.dense_total, 100.0 * m.mismatch);
   print_counts("matched dense", count_params(m.dense));
   if (!opt.write_path.empty()) {
-    write_atomically(opt.write_path, to_toml(m.dense));
+    write_file_atomically(opt.write_path, to_toml(m.dense));
     fmt::print("wrote {}\n", opt.write_path);
   }
 }

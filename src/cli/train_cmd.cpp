@@ -21,8 +21,9 @@ void add_train_command(CLI::App& root) {
   auto* cmd = root.add_subcommand("train", "Train a dense or MoE model from a TOML config");
   cmd->add_option("config", opts->file, "TOML config")->required();
   cmd->add_option("--set", opts->overrides, "Override a key: --set train.max_steps=100");
-  cmd->add_option("--resume", opts->resume,
-                  "\"auto\" (newest valid checkpoint of the run), a checkpoint folder, or \"none\"");
+  cmd->add_option(
+      "--resume", opts->resume,
+      "\"auto\" (newest valid checkpoint of the run), a checkpoint folder, or \"none\"");
   cmd->add_option("--out", opts->out, "Run folder (same as --set train.out_dir=...)");
   cmd->callback([opts] {
     auto overrides = opts->overrides;

@@ -31,7 +31,7 @@ struct MoeConfig {
   int64_t top_k = 2;
   int64_t d_expert = 512;
   int64_t num_shared_experts = 0;
-  std::string gate = "topk_softmax";  // "topk_softmax" (Mixtral) | "softmax_renorm"
+  std::string gate = "topk_softmax";  // "topk_softmax" (Mixtral) | "full_softmax"
   double capacity_factor = 0.0;       // 0 = dropless
   double aux_loss_coef = 0.01;        // Switch load-balancing alpha
   double z_loss_coef = 0.001;         // router z-loss beta
@@ -50,11 +50,11 @@ struct TrainConfig {
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string precision = "bf16";  // "fp32" | "bf16"
   int64_t max_steps = 1000;
-  int64_t batch_seqs = 16;         // global batch in sequences (used when batch_tokens = 0)
-  int64_t batch_tokens = 0;        // global batch in tokens; overrides batch_seqs when > 0
-  int64_t micro_batch_seqs = 0;    // per-rank micro batch; 0 = whole local batch at once
-  int64_t threads = 0;             // intra-op threads per rank; 0 = leave LibTorch's default
-  int64_t max_nonfinite_steps = 5; // stop after this many non-finite losses in a row
+  int64_t batch_seqs = 16;          // global batch in sequences (used when batch_tokens = 0)
+  int64_t batch_tokens = 0;         // global batch in tokens; overrides batch_seqs when > 0
+  int64_t micro_batch_seqs = 0;     // per-rank micro batch; 0 = whole local batch at once
+  int64_t threads = 0;              // intra-op threads per rank; 0 = leave LibTorch's default
+  int64_t max_nonfinite_steps = 5;  // stop after this many non-finite losses in a row
   std::string out_dir = "runs/default";
 };
 
@@ -81,15 +81,15 @@ struct EvalConfig {
 };
 
 struct LogConfig {
-  int64_t interval = 10;           // steps between metrics.jsonl lines
-  std::string progress = "auto";   // "auto" | "bar" | "plain" | "off"
-  std::string level = "info";      // "debug" | "info" | "warn" | "error"
+  int64_t interval = 10;          // steps between metrics.jsonl lines
+  std::string progress = "auto";  // "auto" | "bar" | "plain" | "off"
+  std::string level = "info";     // "debug" | "info" | "warn" | "error"
 };
 
 struct CheckpointConfig {
-  int64_t interval = 0;        // steps between checkpoints (0 = only at the end)
-  int64_t keep = 2;            // newest checkpoints kept
-  std::string resume = "none"; // "none" | "auto" | path of a checkpoint folder
+  int64_t interval = 0;         // steps between checkpoints (0 = only at the end)
+  int64_t keep = 2;             // newest checkpoints kept
+  std::string resume = "none";  // "none" | "auto" | path of a checkpoint folder
 };
 
 struct Config {

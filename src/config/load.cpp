@@ -1,11 +1,11 @@
 #include "config/load.h"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "config/schema.h"
 #include "util/error.h"
@@ -20,13 +20,25 @@ std::string where(const toml::source_region& r, const std::string& source) {
 std::string describe(const toml::node& n) {
   std::ostringstream os;
   switch (n.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: os << "string "; break;
-    case toml::node_type::integer: os << "integer "; break;
-    case toml::node_type::floating_point: os << "float "; break;
-    case toml::node_type::boolean: os << "boolean "; break;
-    default: os << "date/time "; break;
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      os << "string ";
+      break;
+    case toml::node_type::integer:
+      os << "integer ";
+      break;
+    case toml::node_type::floating_point:
+      os << "float ";
+      break;
+    case toml::node_type::boolean:
+      os << "boolean ";
+      break;
+    default:
+      os << "date/time ";
+      break;
   }
   n.visit([&](auto&& v) {
     if constexpr (toml::is_value<decltype(v)>) os << v;
@@ -137,7 +149,9 @@ void require(bool ok, const Config& cfg, const std::string& key, const std::stri
   if (!ok) throw InputError(origin_of(cfg, key) + ": " + message);
 }
 
-std::string kv(const std::string& key, int64_t v) { return key + " = " + std::to_string(v); }
+std::string kv(const std::string& key, int64_t v) {
+  return key + " = " + std::to_string(v);
+}
 
 }  // namespace
 
@@ -196,8 +210,8 @@ Config parse_config(const std::string& text, const std::string& source,
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    throw InputError(where(e.source(), source) + ": TOML syntax error: " +
-                     std::string(e.description()));
+    throw InputError(where(e.source(), source) +
+                     ": TOML syntax error: " + std::string(e.description()));
   }
   read_table(cfg, root, source);
   for (const auto& o : overrides) apply_override(cfg, o);
@@ -229,24 +243,25 @@ void validate(const Config& c, int world_size) {
   if (e.enabled) {
     require(e.top_k <= e.num_experts, c, "moe.top_k",
             kv("moe.top_k", e.top_k) + " must be <= " + kv("moe.num_experts", e.num_experts));
-    require(e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
-            kv("parallel.ep", c.parallel.ep) + " must divide " +
-                kv("moe.num_experts", e.num_experts));
+    require(
+        e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
+        kv("parallel.ep", c.parallel.ep) + " must divide " + kv("moe.num_experts", e.num_experts));
   } else {
     require(c.parallel.ep == 1, c, "parallel.ep",
-            kv("parallel.ep", c.parallel.ep) + " needs moe.enabled = true (a dense model has no "
-                                               "experts to split)");
+            kv("parallel.ep", c.parallel.ep) +
+                " needs moe.enabled = true (a dense model has no "
+                "experts to split)");
   }
   if (world_size > 0) {
     require(world_size % c.parallel.ep == 0, c, "parallel.ep",
             kv("parallel.ep", c.parallel.ep) + " must divide the world size " +
                 std::to_string(world_size));
-    const int64_t seqs = c.train.batch_tokens > 0 ? c.train.batch_tokens / m.seq_len
-                                                  : c.train.batch_seqs;
+    const int64_t seqs =
+        c.train.batch_tokens > 0 ? c.train.batch_tokens / m.seq_len : c.train.batch_seqs;
     require(seqs % world_size == 0, c,
             c.train.batch_tokens > 0 ? "train.batch_tokens" : "train.batch_seqs",
-            "the global batch of " + std::to_string(seqs) +
-                " sequences must split evenly over " + std::to_string(world_size) + " ranks");
+            "the global batch of " + std::to_string(seqs) + " sequences must split evenly over " +
+                std::to_string(world_size) + " ranks");
   }
   if (c.train.batch_tokens > 0) {
     require(c.train.batch_tokens % m.seq_len == 0, c, "train.batch_tokens",
@@ -254,8 +269,8 @@ void validate(const Config& c, int world_size) {
                 kv("model.seq_len", m.seq_len));
   }
   require(c.optim.warmup_steps <= c.train.max_steps, c, "optim.warmup_steps",
-          kv("optim.warmup_steps", c.optim.warmup_steps) + " must be <= " +
-              kv("train.max_steps", c.train.max_steps));
+          kv("optim.warmup_steps", c.optim.warmup_steps) +
+              " must be <= " + kv("train.max_steps", c.train.max_steps));
   require(c.parallel.backend != "nccl" || c.train.device == "cuda", c, "parallel.backend",
           "parallel.backend = \"nccl\" needs train.device = \"cuda\"");
   require(c.train.out_dir != "", c, "train.out_dir", "train.out_dir must not be empty");

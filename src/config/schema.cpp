@@ -60,11 +60,20 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -153,7 +162,7 @@ std::vector<Field> schema(Config& c) {
       integer("moe.top_k", &e.top_k, 1, "experts per token"),
       integer("moe.d_expert", &e.d_expert, 1, "SwiGLU hidden width of each expert"),
       integer("moe.num_shared_experts", &e.num_shared_experts, 0, "always-on experts"),
-      text("moe.gate", &e.gate, {"topk_softmax", "softmax_renorm"}, "gate weights"),
+      text("moe.gate", &e.gate, {"topk_softmax", "full_softmax"}, "gate weights"),
       real("moe.capacity_factor", &e.capacity_factor, 0, false, "0 = dropless"),
       real("moe.aux_loss_coef", &e.aux_loss_coef, 0, false, "load-balancing alpha"),
       real("moe.z_loss_coef", &e.z_loss_coef, 0, false, "router z-loss beta"),
@@ -167,14 +176,16 @@ std::vector<Field> schema(Config& c) {
       text("train.precision", &t.precision, {"fp32", "bf16"}, "compute precision"),
       integer("train.max_steps", &t.max_steps, 1, "optimizer steps"),
       integer("train.batch_seqs", &t.batch_seqs, 1, "global batch in sequences"),
-      integer("train.batch_tokens", &t.batch_tokens, 0, "global batch in tokens (0 = use batch_seqs)"),
+      integer("train.batch_tokens", &t.batch_tokens, 0,
+              "global batch in tokens (0 = use batch_seqs)"),
       integer("train.micro_batch_seqs", &t.micro_batch_seqs, 0, "per-rank micro batch (0 = all)"),
       integer("train.threads", &t.threads, 0, "intra-op threads per rank (0 = default)"),
       integer("train.max_nonfinite_steps", &t.max_nonfinite_steps, 1,
               "stop after this many non-finite losses in a row"),
       text("train.out_dir", &t.out_dir, {}, "run folder"),
       real("optim.lr", &o.lr, 0, true, "peak learning rate"),
-      real("optim.min_lr_ratio", &o.min_lr_ratio, 0, false, "cosine floor as a fraction of lr", 1.0),
+      real("optim.min_lr_ratio", &o.min_lr_ratio, 0, false, "cosine floor as a fraction of lr",
+           1.0),
       integer("optim.warmup_steps", &o.warmup_steps, 0, "linear warmup steps"),
       real("optim.beta1", &o.beta1, 0, false, "AdamW beta1", 0.999999),
       real("optim.beta2", &o.beta2, 0, false, "AdamW beta2", 0.999999),

@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "data/atomic_file.h"
 #include "data/checksum.h"
 #include "data/corpus_encoder.h"
 #include "data/document_selection.h"
 #include "data/rank_group.h"
 #include "data/shard_format.h"
 #include "data/shard_sink.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/log.h"
 

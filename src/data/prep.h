@@ -6,11 +6,6 @@
 // writes; the output is byte-identical for any number of ranks and threads.
 #pragma once
 
-// Only MPI's C API is used: keep Open MPI's C++ bindings (a separate library
-// nothing links) out of every file that includes this header.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <cstdint>

@@ -2,11 +2,6 @@
 // never initialised) it is a group of one and makes no MPI calls.
 #pragma once
 
-// Only MPI's C API is used: keep Open MPI's C++ bindings (a separate library
-// nothing links) out of every file that includes this header.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "data/atomic_file.h"
 #include "data/checksum.h"
+#include "util/atomic_file.h"
 
 namespace moelab {
 

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "data/atomic_file.h"
 #include "data/hdf5_handle.h"
 #include "data/shard_format.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {

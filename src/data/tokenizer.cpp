@@ -114,8 +114,7 @@ std::string train_tokenizer(const std::vector<std::string>& documents,
           << " --model_prefix=tokenizer --model_type=bpe"
           << " --vocab_size=" << options.vocab_size
           << " --character_coverage=" << options.character_coverage
-          << " --byte_fallback=" << (options.byte_fallback ? "true" : "false")
-          << " --num_threads=1"
+          << " --byte_fallback=" << (options.byte_fallback ? "true" : "false") << " --num_threads=1"
           << " --input_sentence_size=0 --shuffle_input_sentence=false"
           << " --max_sentence_length=65536 --minloglevel=2"
           << " --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 >/dev/null";

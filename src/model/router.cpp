@@ -13,8 +13,8 @@ RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std:
       top_k_(top_k),
       gate_(std::move(gate)),
       capacity_factor_(capacity_factor) {
-  if (gate_ != "topk_softmax" && gate_ != "softmax_renorm") {
-    throw InputError("moe.gate: expected \"topk_softmax\" or \"softmax_renorm\", got \"" + gate_ +
+  if (gate_ != "topk_softmax" && gate_ != "full_softmax") {
+    throw InputError("moe.gate: expected \"topk_softmax\" or \"full_softmax\", got \"" + gate_ +
                      "\"");
   }
   if (top_k_ < 1 || top_k_ > num_experts_) {
@@ -34,8 +34,7 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
   if (gate_ == "topk_softmax") {
     out.gates = torch::softmax(top_logits, -1);
   } else {
-    const auto selected = out.probs.gather(-1, top_ids);
-    out.gates = selected / selected.sum(-1, /*keepdim=*/true);
+    out.gates = out.probs.gather(-1, top_ids);
   }
   if (capacity_factor_ > 0) {
     const int64_t assignments = x.size(0) * top_k_;

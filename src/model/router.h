@@ -3,9 +3,10 @@
 //
 // Gate weights of the k selected experts:
 //   "topk_softmax"   softmax over the k selected logits (Mixtral);
-//   "softmax_renorm" the full-softmax probabilities of the k selected experts,
-//                    divided by their sum.
-// Either way a token's k gates sum to 1.
+//   "full_softmax"   the full-softmax probabilities of the k selected experts as
+//                    they are (Switch/GShard style): they sum to less than 1.
+// Re-normalising "full_softmax" over the k would give "topk_softmax" exactly
+// (p_i / sum_sel p_j = exp(l_i) / sum_sel exp(l_j)), so that is not an option.
 //
 // Capacity (capacity_factor > 0): each expert takes at most
 // ceil(capacity_factor * T * k / E) assignments. Assignments are admitted in

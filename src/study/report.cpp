@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "study/support_files.h"
-#include "study/text_file.h"
 #include "study/train_command.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -241,10 +241,10 @@ std::string summary_markdown(const StudyReport& report) {
 }
 
 void write_report_tables(const StudyReport& report, const std::string& dir) {
-  write_text_atomically(dir + "/curves.csv", curves_csv(report));
-  write_text_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
-  write_text_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
-  write_text_atomically(dir + "/summary.md", summary_markdown(report));
+  write_file_atomically(dir + "/curves.csv", curves_csv(report));
+  write_file_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
+  write_file_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
+  write_file_atomically(dir + "/summary.md", summary_markdown(report));
 }
 
 bool render_plots(const std::string& dir, const std::string& script) {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "study/text_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {

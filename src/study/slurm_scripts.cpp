@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <set>
 
-#include "study/text_file.h"
 #include "study/train_command.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -145,7 +145,7 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
         {"MOELAB", shell_quote(binary)},
         {"LAUNCHER", slurm.launcher}};
     SlurmJobScript script{v.name, slurm_dir + "/" + v.name + ".sbatch"};
-    write_text_atomically(script.path, render_template(variant_text, values, variant_template));
+    write_file_atomically(script.path, render_template(variant_text, values, variant_template));
     scripts.push_back(script);
   }
   const std::map<std::string, std::string> values = {{"JOB_NAME", plan.name + "-report"},
@@ -154,7 +154,7 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
                                                      {"MOELAB", shell_quote(binary)},
                                                      {"OUT_ROOT", shell_quote(plan.out_root)}};
   SlurmJobScript report{"report", slurm_dir + "/report.sbatch"};
-  write_text_atomically(report.path, render_template(report_text, values, report_template));
+  write_file_atomically(report.path, render_template(report_text, values, report_template));
   scripts.push_back(report);
   return scripts;
 }

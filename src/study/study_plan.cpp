@@ -9,7 +9,7 @@
 
 #include "config/load.h"
 #include "model/param_count.h"
-#include "study/text_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -230,8 +230,8 @@ void check_out_root(const StudyPlan& plan) {
 void prepare_out_root(const StudyPlan& plan) {
   check_out_root(plan);
   const std::string manifest = plan.out_root + "/study.json";
-  if (!fs::exists(manifest)) write_text_atomically(manifest, manifest_json(plan));
-  for (const auto& r : plan.runs) write_text_atomically(r.config, to_toml(r.cfg));
+  if (!fs::exists(manifest)) write_file_atomically(manifest, manifest_json(plan));
+  for (const auto& r : plan.runs) write_file_atomically(r.config, to_toml(r.cfg));
 }
 
 }  // namespace moelab

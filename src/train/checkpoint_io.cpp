@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/checksum.h"
-#include "train/durable_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {

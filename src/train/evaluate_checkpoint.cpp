@@ -13,7 +13,8 @@ namespace moelab {
 EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
   LoadedCheckpoint ckpt = load_checkpoint(opts.checkpoint);
   if (!ckpt.meta.contains("config") || !ckpt.meta["config"].is_string()) {
-    throw InputError(opts.checkpoint + "/meta.json: no \"config\" entry; not a moelab run checkpoint");
+    throw InputError(opts.checkpoint +
+                     "/meta.json: no \"config\" entry; not a moelab run checkpoint");
   }
   Config cfg = parse_config(ckpt.meta["config"].get<std::string>(), opts.checkpoint + "/meta.json",
                             {"parallel.ep=1", "checkpoint.resume=none"});

@@ -30,8 +30,8 @@ EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_
     ModelOutput out = model->forward(inputs);
     if (padding) continue;
     // fp32 at least (bf16 logits would round the loss); double stays double.
-    auto logits = out.logits.scalar_type() == torch::kDouble ? out.logits
-                                                             : out.logits.to(torch::kFloat);
+    auto logits =
+        out.logits.scalar_type() == torch::kDouble ? out.logits : out.logits.to(torch::kFloat);
     auto per_token = torch::nn::functional::cross_entropy(
         logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));

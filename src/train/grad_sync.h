@@ -16,8 +16,8 @@ namespace moelab {
 
 class GradSync {
  public:
-  GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group,
-           double divisor, int64_t bucket_bytes = 32 << 20);
+  GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group, double divisor,
+           int64_t bucket_bytes = 32 << 20);
 
   // All-reduces the gradients in flat buckets (few large messages instead of one
   // per tensor) and divides them by the divisor.

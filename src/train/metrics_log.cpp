@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "train/durable_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -66,9 +66,8 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
                        "'; it was saved from a different model config");
     }
     if (it->second.sizes() != p.sizes()) {
-      throw InputError(dir + ": tensor '" + name + "' has shape " +
-                       c10::str(it->second.sizes()) + " but the model expects " +
-                       c10::str(p.sizes()));
+      throw InputError(dir + ": tensor '" + name + "' has shape " + c10::str(it->second.sizes()) +
+                       " but the model expects " + c10::str(p.sizes()));
     }
     p.copy_(it->second.to(p.dtype()));
   }

@@ -8,8 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/atomic_file.h"
-#include "train/durable_file.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {

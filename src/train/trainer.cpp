@@ -1,11 +1,13 @@
 #include "train/trainer.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "comm/all_to_all_dispatcher.h"
 #include "comm/process_groups.h"
@@ -13,7 +15,6 @@
 #include "data/batch_loader.h"
 #include "data/validation_set.h"
 #include "model/transformer.h"
-#include "train/durable_file.h"
 #include "train/evaluator.h"
 #include "train/grad_clip.h"
 #include "train/grad_sync.h"
@@ -23,7 +24,9 @@
 #include "train/nonfinite_guard.h"
 #include "train/progress.h"
 #include "train/run_checkpoint.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/memory.h"
 #include "util/version.h"
 
 namespace moelab {
@@ -137,8 +140,9 @@ TrainSummary run_training(const Config& cfg) {
   check_same_tokenizer(loader.info(), val.info());
 
   const int64_t local_seqs = batch_seqs / world_size;
-  const int64_t micro_seqs =
-      cfg.train.micro_batch_seqs > 0 ? std::min(cfg.train.micro_batch_seqs, local_seqs) : local_seqs;
+  const int64_t micro_seqs = cfg.train.micro_batch_seqs > 0
+                                 ? std::min(cfg.train.micro_batch_seqs, local_seqs)
+                                 : local_seqs;
   if (local_seqs % micro_seqs != 0) {
     throw InputError(cfg.source + ": train.micro_batch_seqs = " + std::to_string(micro_seqs) +
                      " must divide the per-rank batch of " + std::to_string(local_seqs) +
@@ -149,7 +153,8 @@ TrainSummary run_training(const Config& cfg) {
   model->to(device);
   NamedParams replicated, experts, all;
   for (auto& np : model->named_parameters()) {
-    (model->is_expert_parameter(np.key()) ? experts : replicated).emplace_back(np.key(), np.value());
+    (model->is_expert_parameter(np.key()) ? experts : replicated)
+        .emplace_back(np.key(), np.value());
     all.emplace_back(np.key(), np.value());
   }
   auto optimizer = make_adamw(all, cfg.optim);
@@ -177,8 +182,8 @@ TrainSummary run_training(const Config& cfg) {
     metrics = std::make_unique<MetricsLog>(cfg.train.out_dir, resumed_step);
     val_log = std::make_unique<ValLog>(cfg.train.out_dir, resumed_step);
     progress = std::make_unique<Progress>(cfg.train.max_steps, cfg.log.progress);
-    peak_flops = matmul_peak_flops(
-        cfg.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat, torch::get_num_threads());
+    peak_flops = matmul_peak_flops(cfg.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat,
+                                   torch::get_num_threads());
   }
 
   auto run_eval = [&] {
@@ -198,7 +203,8 @@ TrainSummary run_training(const Config& cfg) {
 
   while (state.step < cfg.train.max_steps) {
     const auto t0 = Clock::now();
-    const double lr = lr_at(state.step + 1, cfg.train.max_steps, cfg.optim);  // the update about to be applied, counted from 1
+    const double lr = lr_at(state.step + 1, cfg.train.max_steps,
+                            cfg.optim);  // the update about to be applied, counted from 1
     set_lr(*optimizer, lr);
     optimizer->zero_grad();
 
@@ -240,8 +246,8 @@ TrainSummary run_training(const Config& cfg) {
       }
       optimizer->step();
     } else if (rank == 0) {
-      spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)",
-                   state.step, guard.consecutive());
+      spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", state.step,
+                   guard.consecutive());
     }
     state.step += 1;
     state.tokens += tokens_per_step;
@@ -256,14 +262,17 @@ TrainSummary run_training(const Config& cfg) {
     if (rank == 0) {
       progress->update(state.step, loss, tokens_per_s, lr);
       if (log_now) {
-        nlohmann::json line = {
-            {"step", state.step},     {"tokens", state.tokens},
-            {"lr", lr},               {"loss", loss},
-            {"aux_loss", losses[1].item<double>()},
-            {"z_loss", losses[2].item<double>()},
-            {"grad_norm", grad_norm}, {"tokens_per_s", tokens_per_s},
-            {"mfu", flops_per_token * tokens_per_s / (peak_flops * world_size)},
-            {"skipped", skip},        {"nonfinite_total", state.nonfinite_total}};
+        nlohmann::json line = {{"step", state.step},
+                               {"tokens", state.tokens},
+                               {"lr", lr},
+                               {"loss", loss},
+                               {"aux_loss", losses[1].item<double>()},
+                               {"z_loss", losses[2].item<double>()},
+                               {"grad_norm", grad_norm},
+                               {"tokens_per_s", tokens_per_s},
+                               {"mfu", flops_per_token * tokens_per_s / (peak_flops * world_size)},
+                               {"skipped", skip},
+                               {"nonfinite_total", state.nonfinite_total}};
         if (!moe.is_null()) line["moe"] = moe;
         metrics->write(line);
       }
@@ -288,13 +297,21 @@ TrainSummary run_training(const Config& cfg) {
   summary.tokens = state.tokens;
   summary.best_val_loss = state.best_val_loss;
   summary.nonfinite_steps = state.nonfinite_total;
+  // Peak memory per rank: expert weights and their optimizer state shrink with ep.
+  auto peak_mib = world.all_gather(torch::tensor({peak_resident_mib()}, torch::kDouble));
+  const std::vector<double> peak_per_rank(peak_mib.data_ptr<double>(),
+                                          peak_mib.data_ptr<double>() + peak_mib.numel());
+  if (rank == 0)
+    spdlog::info("peak resident memory per rank (MiB): {:.0f}", fmt::join(peak_per_rank, " "));
   if (rank == 0 && !summary.stopped_nonfinite) {
-    nlohmann::json done = {{"steps", summary.steps},
-                           {"tokens", summary.tokens},
-                           {"best_val_loss", summary.best_val_loss},
-                           {"final_val_loss", summary.last_val_loss},
-                           {"nonfinite_steps", summary.nonfinite_steps},
-                           {"wall_seconds", std::chrono::duration<double>(Clock::now() - started).count()}};
+    nlohmann::json done = {
+        {"steps", summary.steps},
+        {"tokens", summary.tokens},
+        {"best_val_loss", summary.best_val_loss},
+        {"final_val_loss", summary.last_val_loss},
+        {"nonfinite_steps", summary.nonfinite_steps},
+        {"wall_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
+        {"peak_resident_mib", peak_per_rank}};
     write_file_durably(cfg.train.out_dir + "/DONE", done.dump(2) + "\n");
   }
   return summary;

@@ -1,5 +1,6 @@
-// An MoE layer whose experts are all copies of one SwiGLU equals that SwiGLU:
-// the k gates of a token sum to 1 in both gate modes.
+// An MoE layer whose experts are all copies of one SwiGLU equals that SwiGLU
+// scaled by the sum of the token's k gates: 1 for topk_softmax, the selected
+// experts' share of the full softmax for full_softmax.
 #include <gtest/gtest.h>
 
 #include "model/local_dispatcher.h"
@@ -32,11 +33,16 @@ TEST_P(IdenticalExperts, EqualTheDenseFfnOfThatExpert) {
   }
   const auto x = torch::randn({10, cfg.model.d_model}, torch::kDouble);
   const auto y = moe->forward(x, torch::kDouble).y;
-  EXPECT_TRUE(torch::allclose(y, dense->forward(x), 1e-12, 1e-12));
+  auto route = moe->router->forward(x);
+  const auto gate_sum = route.gates.sum(-1, /*keepdim=*/true);
+  if (GetParam() == std::string("topk_softmax")) {
+    EXPECT_TRUE(torch::allclose(gate_sum, torch::ones_like(gate_sum), 1e-12, 1e-12));
+  }
+  EXPECT_TRUE(torch::allclose(y, gate_sum * dense->forward(x), 1e-12, 1e-12));
 }
 
 INSTANTIATE_TEST_SUITE_P(GateModes, IdenticalExperts,
-                         ::testing::Values("topk_softmax", "softmax_renorm"));
+                         ::testing::Values("topk_softmax", "full_softmax"));
 
 }  // namespace
 }  // namespace moelab

@@ -121,9 +121,9 @@ TEST(Reference, MoeWithSharedExpertTopkSoftmax) {
   expect_matches_reference(cfg);
 }
 
-TEST(Reference, MoeWithCapacityDropsRenormalisedGates) {
+TEST(Reference, MoeWithCapacityDropsFullSoftmaxGates) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.gate = "softmax_renorm";
+  cfg.moe.gate = "full_softmax";
   cfg.moe.capacity_factor = 0.75;
   expect_matches_reference(cfg);
 }

@@ -3,11 +3,6 @@
 // Rank 0 first prepares a reference alone (MPI_COMM_SELF), then all ranks
 // prepare together; every file must match byte for byte.
 #include <gtest/gtest.h>
-// Only MPI's C API is used: keep Open MPI's C++ bindings (a separate library
-// nothing links) out of every file that includes this header.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <filesystem>

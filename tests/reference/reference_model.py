@@ -78,9 +78,10 @@ def moe(x, p, prefix, cfg):
     top_val, top_idx = torch.topk(logits, k, dim=-1)
     if m["gate"] == "topk_softmax":
         gates = torch.softmax(top_val, dim=-1)
+    elif m["gate"] == "full_softmax":  # the selected experts' probabilities, not re-normalised
+        gates = torch.gather(probs, 1, top_idx)
     else:
-        sel = torch.gather(probs, 1, top_idx)
-        gates = sel / sel.sum(dim=-1, keepdim=True)
+        raise ValueError("unknown gate " + m["gate"])
     capacity = None
     if m["capacity_factor"] > 0:
         capacity = math.ceil(m["capacity_factor"] * tokens * k / n_exp)

@@ -6,6 +6,10 @@
 #   slurm_cluster.sh start DIR   # prints "export SLURM_CONF=DIR/slurm.conf"
 #   slurm_cluster.sh stop DIR    # cancels every job, then stops the daemons
 #
+# SLURM_CLUSTER_CPUS and SLURM_CLUSTER_GPUS (default: this machine's cores, no
+# GPUs) declare a bigger node than the machine has, so that `sbatch --test-only`
+# can check scripts written for GPU nodes; jobs that need them never start.
+#
 # Daemons are stopped by the process ids recorded at start, never by name, so
 # other Slurm or munge processes on the machine are left alone.
 set -euo pipefail
@@ -55,8 +59,16 @@ start() {
     --seed-file="$dir/munge/seed"
   wait_for munged test -S "$sock"
 
-  local host
+  local host cpus=${SLURM_CLUSTER_CPUS:-$(nproc)} gpus=${SLURM_CLUSTER_GPUS:-0} gres=""
   host=$(hostname -s)
+  if (( gpus > 0 )); then
+    # Slurm wants a character device per GPU: null devices stand in for them.
+    gres="Gres=gpu:$gpus"
+    for ((i = 0; i < gpus; i++)); do
+      [[ -c $dir/gpu$i ]] || mknod "$dir/gpu$i" c 1 3
+    done
+    echo "NodeName=$host Name=gpu File=$dir/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
+  fi
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=moelabtest
 SlurmctldHost=$host(127.0.0.1)
@@ -83,7 +95,9 @@ MpiDefault=pmix
 SchedulerParameters=batch_sched_delay=0
 DependencyParameters=kill_invalid_depend
 ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+SlurmdParameters=config_overrides
+GresTypes=gpu
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 $gres State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
   export SLURM_CONF="$dir/slurm.conf"

@@ -1,35 +1,14 @@
-// Shared by the study tests: a temp folder per test, file writing, and a tiny
+// Shared by the study tests: file writing, and a tiny
 // base config plus a 3-variant study around it.
 #pragma once
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 
+#include "common/temp_dir.h"
+
 namespace moelab::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device entropy;
-    path_ = std::filesystem::temp_directory_path() /
-            ("moelab_study_test_" + std::to_string(entropy()) + std::to_string(entropy()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_file(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());

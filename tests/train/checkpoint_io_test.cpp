@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "captured_log.h"
-#include "temp_dir.h"
+#include "common/temp_dir.h"
 #include "util/error.h"
 
 namespace moelab {

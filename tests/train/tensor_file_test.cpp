@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "temp_dir.h"
+#include "common/temp_dir.h"
 #include "util/error.h"
 
 namespace moelab {

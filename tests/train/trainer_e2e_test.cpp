@@ -15,7 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRoot = fs::temp_directory_path() / ("moelab_trainer_e2e_" + std::to_string(getpid()));
+const fs::path kRoot =
+    fs::temp_directory_path() / ("moelab_trainer_e2e_" + std::to_string(getpid()));
 
 int run(const std::string& cmd) {
   const std::string full = cmd + " > " + (kRoot / "last.log").string() + " 2>&1";
@@ -133,9 +134,9 @@ TEST_F(TrainerE2E, SameCurveAtEveryLayoutAndAcrossResumes) {
     fs::copy(kRoot / "w2ep2", kRoot / name, fs::copy_options::recursive);
     fs::remove_all(kRoot / name / "checkpoints" / "step_00000008");
     fs::remove(kRoot / name / "DONE");
-    ASSERT_EQ(run(train(name, sets + " --resume auto --set parallel.ep=" + std::to_string(ep),
-                        world)),
-              0);
+    ASSERT_EQ(
+        run(train(name, sets + " --resume auto --set parallel.ep=" + std::to_string(ep), world)),
+        0);
     expect_close(train_losses(kRoot / name), reference, 1e-5);
   }
 }

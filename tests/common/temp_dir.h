@@ -12,7 +12,7 @@ class TempDir {
   TempDir() {
     std::random_device entropy;
     path_ = std::filesystem::temp_directory_path() /
-            ("moelab_train_test_" + std::to_string(entropy()) + std::to_string(entropy()));
+            ("moelab_test_" + std::to_string(entropy()) + std::to_string(entropy()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
