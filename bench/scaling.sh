@@ -17,8 +17,8 @@ steps=${2:-30}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf '[moe]\nenabled = true\n' > "$work/moe.toml"
-mpi=(mpirun --oversubscribe --bind-to core --mca btl self,vader)
-[ "$(id -u)" -ne 0 ] || mpi+=(--allow-run-as-root)
+root_flag=()
+[ "$(id -u)" -ne 0 ] || root_flag=(--allow-run-as-root)
 
 median_tokens_per_s() {  # metrics.jsonl
   python3 - "$1" <<'EOF'
@@ -28,8 +28,15 @@ print(statistics.median(r["tokens_per_s"] for r in rows[5:]))
 EOF
 }
 
+launch() {  # ranks threads command...: each rank bound to its own `threads` cores
+  local ranks=$1 threads=$2
+  shift 2
+  OMP_NUM_THREADS=$threads mpirun -np "$ranks" --map-by "slot:PE=$threads" --bind-to core \
+    --mca btl self,vader "${root_flag[@]}" -x OMP_NUM_THREADS "$@"
+}
+
 dispatch_ms() {  # ranks ep threads: forward+backward dispatch+combine per MoE layer
-  OMP_NUM_THREADS=$3 "${mpi[@]}" -np "$1" -x OMP_NUM_THREADS "$bin/bench_dispatch" --ep "$2" \
+  launch "$1" "$3" "$bin/bench_dispatch" --ep "$2" \
     --iterations 20 | awk '/forward\+backward/ { print $(NF-1) }'
 }
 
@@ -37,7 +44,7 @@ printf '%-26s %10s %10s %22s %10s\n' layout tokens/s step_ms "peak MiB per rank"
 for layout in "1 1 2" "1 1 1" "2 2 1" "2 1 1"; do
   read -r ranks ep threads <<<"$layout"
   run="$work/r${ranks}ep${ep}t${threads}"
-  OMP_NUM_THREADS=$threads "${mpi[@]}" -np "$ranks" -x OMP_NUM_THREADS "$bin/moelab" train \
+  launch "$ranks" "$threads" "$bin/moelab" train \
     "$work/moe.toml" --out "$run" --set data.dir="$data" --set train.max_steps="$steps" \
     --set optim.warmup_steps=1 --set eval.interval=0 --set eval.max_windows=1 \
     --set checkpoint.interval=0 --set log.interval=1 --set log.progress=off \
