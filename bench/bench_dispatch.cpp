@@ -1,5 +1,6 @@
 // Times expert-parallel dispatch + combine for the reference MoE layer
-// (global batch 16 x 256 tokens, d = 256, E = 4, top-2) at the world size it is
+// (global batch 16 x 256 tokens, d = 256, E = 4, top-2; bf16 hidden states, as a
+// bf16 run exchanges them) at the world size it is
 // launched with, e.g. `mpirun -np 2 build/bin/bench_dispatch --ep 2`.
 // Prints ms per dispatch+combine (forward; slowest rank) with the breakdown
 // permute / exchange / un-permute, and ms per forward+backward.
@@ -7,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "comm/all_to_all_dispatcher.h"
 #include "comm/failure.h"
@@ -24,6 +26,7 @@ struct Options {
   int64_t top_k = 2;
   int64_t ep = 0;  // 0 = the whole world
   int iterations = 30;
+  std::string dtype = "bf16";  // what the MoE layer exchanges: its compute dtype
 };
 
 double now_ms() {
@@ -48,7 +51,8 @@ void run(const Options& options) {
   AllToAllDispatcher dispatcher(groups.ep, options.experts);
 
   torch::manual_seed(1234 + world.rank());
-  const torch::Tensor hidden = torch::randn({tokens, options.width});
+  const torch::Tensor hidden = torch::randn({tokens, options.width})
+                                   .to(options.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat);
   // Distinct experts per token, like a router's top-k.
   const torch::Tensor ids =
       std::get<1>(torch::rand({tokens, options.experts}).topk(options.top_k, 1));
@@ -76,10 +80,11 @@ void run(const Options& options) {
   const double unpermute = slowest(world, timings.unpermute_ms / n);
   if (world.rank() == 0) {
     std::printf("layout: %s\n", groups.layout().c_str());
-    std::printf("tokens per rank %lld (global %lld), d %lld, E %lld, top-%lld, threads %d\n",
+    std::printf("tokens per rank %lld (global %lld), d %lld, E %lld, top-%lld, %s, threads %d\n",
                 static_cast<long long>(tokens), static_cast<long long>(options.global_tokens),
                 static_cast<long long>(options.width), static_cast<long long>(options.experts),
-                static_cast<long long>(options.top_k), torch::get_num_threads());
+                static_cast<long long>(options.top_k), options.dtype.c_str(),
+                torch::get_num_threads());
     std::printf(
         "dispatch+combine forward: %.3f ms (permute %.3f, exchange %.3f, un-permute %.3f)\n",
         forward_ms, permute, exchange, unpermute);
@@ -101,6 +106,8 @@ int main(int argc, char** argv) {
   app.add_option("--experts", options.experts, "number of experts E")->check(CLI::PositiveNumber);
   app.add_option("--top-k", options.top_k, "experts per token")->check(CLI::PositiveNumber);
   app.add_option("--ep", options.ep, "expert-parallel group size (default: all ranks)");
+  app.add_option("--dtype", options.dtype, "hidden-state dtype: bf16 (as in bf16 training) or fp32")
+      ->check(CLI::IsMember({"bf16", "fp32"}));
   app.add_option("--iterations", options.iterations, "timed iterations")
       ->check(CLI::PositiveNumber);
   try {
