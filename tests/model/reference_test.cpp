@@ -97,7 +97,9 @@ void expect_matches_reference(const Config& cfg) {
   EXPECT_NEAR(lm.item<double>(), ref["lm_loss"].get<double>(), 1e-10);
   EXPECT_NEAR(out.aux_loss.item<double>(), ref["aux_loss"].get<double>(), 1e-12);
   EXPECT_NEAR(out.z_loss.item<double>(), ref["z_loss"].get<double>(), 1e-10);
-  if (cfg.moe.enabled) EXPECT_GT(out.aux_loss.item<double>(), 0.0);
+  if (cfg.moe.enabled) {
+    EXPECT_GT(out.aux_loss.item<double>(), 0.0);
+  }
   for (const auto& item : model->named_parameters()) {
     const auto expected = read_raw_double(dir / "grads" / item.key(), item.value().sizes());
     const auto& grad = item.value().grad();
