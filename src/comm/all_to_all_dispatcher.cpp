@@ -24,11 +24,6 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-torch::Tensor inverse_permutation(const torch::Tensor& permutation) {
-  return torch::empty_like(permutation)
-      .scatter_(0, permutation, torch::arange(permutation.numel(), permutation.options()));
-}
-
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const torch::Tensor host = t.to(torch::kCPU, torch::kLong).contiguous();
   return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
@@ -67,25 +62,9 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
   }
   Stopwatch watch;
   auto routing = std::make_unique<Routing>();
-  routing->tokens = hidden.size(0);
-  routing->slots = expert_ids.size(1);
-
-  // Dropped assignments get key E so the stable sort puts them last, in order.
-  const torch::Tensor flat_ids = expert_ids.reshape({-1});
-  if (flat_ids.numel() > 0 &&
-      (flat_ids.min().item<int64_t>() < -1 || flat_ids.max().item<int64_t>() >= num_experts_)) {
-    throw std::invalid_argument("AllToAllDispatcher::dispatch: expert ids must lie in [-1, " +
-                                std::to_string(num_experts_) + ")");
-  }
-  const torch::Tensor keys = torch::where(flat_ids < 0, num_experts_, flat_ids);
-  const torch::Tensor order = std::get<1>(torch::sort(keys, /*stable=*/true, 0, false));
-  const std::vector<int64_t> counts_and_dropped =
-      to_vector(torch::bincount(keys, /*weights=*/{}, num_experts_ + 1));
-  routing->kept = flat_ids.numel() - counts_and_dropped.back();
-  routing->unsort = inverse_permutation(order);
-  const torch::Tensor send =
-      hidden.index_select(0, order.slice(0, 0, routing->kept).div(routing->slots, "floor"));
-  const std::vector<int64_t> send_counts(counts_and_dropped.begin(), counts_and_dropped.end() - 1);
+  routing->sorted = sort_assignments(expert_ids, num_experts_);
+  const std::vector<int64_t>& send_counts = routing->sorted.counts;
+  const torch::Tensor send = gather_assignments(hidden, routing->sorted);
   routing->send_rows = block_sums(send_counts, local_experts_);
   timings_.permute_ms += watch.lap();
 
@@ -113,12 +92,12 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
       torch::arange(ep, torch::kLong).view({-1, 1});
   const torch::Tensor row_key = torch::repeat_interleave(
       block_key.reshape({-1}), recv_count_tensor.to(torch::kCPU).reshape({-1}));
-  const torch::Tensor regroup =
+  routing->regroup =
       std::get<1>(torch::sort(row_key, /*stable=*/true, 0, false)).to(hidden.device());
-  routing->ungroup = inverse_permutation(regroup);
+  routing->ungroup = inverse_permutation(routing->regroup);
 
   DispatchedTokens out;
-  out.tokens = received.index_select(0, regroup);
+  out.tokens = permute_rows(received, routing->regroup, routing->ungroup);
   out.counts.assign(local_experts_, 0);
   for (size_t i = 0; i < recv_counts.size(); ++i) out.counts[i % local_experts_] += recv_counts[i];
   routing_ = std::move(routing);
@@ -138,17 +117,13 @@ torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
   Stopwatch watch;
   torch::Tensor returned = expert_out;
   if (group_->size() > 1) {
-    const torch::Tensor by_source = expert_out.index_select(0, routing->ungroup);
+    const torch::Tensor by_source = permute_rows(expert_out, routing->ungroup, routing->regroup);
     timings_.unpermute_ms += watch.lap();
     returned = all_to_all_v(by_source, group_, routing->recv_rows, routing->send_rows);
     timings_.exchange_ms += watch.lap();
   }
 
-  const int64_t dropped = routing->tokens * routing->slots - routing->kept;
-  const torch::Tensor padded =
-      torch::cat({returned, torch::zeros({dropped, expert_out.size(1)}, expert_out.options())});
-  torch::Tensor out = padded.index_select(0, routing->unsort)
-                          .view({routing->tokens, routing->slots, expert_out.size(1)});
+  torch::Tensor out = scatter_assignments(returned, routing->sorted);
   timings_.unpermute_ms += watch.lap();
   ++timings_.calls;
   return out;

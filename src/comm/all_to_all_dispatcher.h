@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "comm/communicator.h"
+#include "comm/token_permutation.h"
 #include "model/token_dispatcher.h"
 
 namespace moelab {
@@ -41,10 +42,9 @@ class AllToAllDispatcher : public TokenDispatcher {
  private:
   // What combine() needs from the dispatch before it.
   struct Routing {
-    torch::Tensor unsort;   // [T*k] inverse of the sort by expert (dropped ones last)
-    torch::Tensor ungroup;  // [received] inverse of the regroup (undefined for a group of one)
+    SortedAssignments sorted;
+    torch::Tensor regroup, ungroup;             // received rows to expert order and back (ep > 1)
     std::vector<int64_t> send_rows, recv_rows;  // per EP rank
-    int64_t tokens = 0, slots = 0, kept = 0;
   };
 
   std::shared_ptr<Communicator> group_;

@@ -3,6 +3,7 @@
 // gathers the token rows; combine() scatters the expert outputs back.
 #pragma once
 
+#include "comm/token_permutation.h"
 #include "model/token_dispatcher.h"
 
 namespace moelab {
@@ -17,9 +18,7 @@ class LocalDispatcher : public TokenDispatcher {
 
  private:
   int64_t num_experts_;
-  // State between dispatch() and combine().
-  torch::Tensor assignment_index_;  // [N] flat (token * k + slot) index of each dispatched row
-  int64_t num_tokens_ = 0, top_k_ = 0;
+  SortedAssignments sorted_;  // from dispatch() to combine()
 };
 
 }  // namespace moelab

@@ -35,6 +35,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
 std::vector<torch::Tensor> tensors(const NamedParams& named) {
   std::vector<torch::Tensor> out;
   for (const auto& [name, p] : named) out.push_back(p);
@@ -209,6 +213,7 @@ TrainSummary run_training(const Config& cfg) {
     optimizer->zero_grad();
 
     torch::Tensor batch = loader.next().to(device);
+    const auto t_data = Clock::now();
     double lm_sum = 0, aux_sum = 0, z_sum = 0;
     std::vector<MoeLayerStats> stats;
     for (int64_t m = 0; m < local_seqs; m += micro_seqs) {
@@ -224,6 +229,7 @@ TrainSummary run_training(const Config& cfg) {
       z_sum += out.z_loss.item<double>() * weight;
       stats = std::move(out.moe_stats);
     }
+    const auto t_compute = Clock::now();
     replicated_sync.sync();
     expert_sync.sync();
 
@@ -240,6 +246,7 @@ TrainSummary run_training(const Config& cfg) {
 
     // Every rank sees the same reduced loss and norm, so all skip together.
     const bool skip = guard.should_skip(std::isfinite(grad_norm) ? loss : NAN);
+    const auto t_sync = Clock::now();
     if (!skip) {
       if (cfg.optim.grad_clip > 0 && grad_norm > cfg.optim.grad_clip) {
         scale_grads(all_tensors, cfg.optim.grad_clip / (grad_norm + 1e-6));
@@ -254,7 +261,14 @@ TrainSummary run_training(const Config& cfg) {
     state.loader = loader.state();
     state.nonfinite_total = guard.total();
     state.nonfinite_in_a_row = guard.consecutive();
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t_end = Clock::now();
+    // Where rank 0's step went; on more ranks, a rank waiting for a slower one
+    // waits inside the dispatch exchange (forward_backward) or in grad_sync.
+    const nlohmann::json time_ms = {{"data", ms_between(t0, t_data)},
+                                    {"forward_backward", ms_between(t_data, t_compute)},
+                                    {"grad_sync", ms_between(t_compute, t_sync)},
+                                    {"optimizer", ms_between(t_sync, t_end)}};
+    const double seconds = ms_between(t0, t_end) / 1000.0;
     const double tokens_per_s = double(tokens_per_step) / seconds;
 
     const bool log_now = state.step % cfg.log.interval == 0 || state.step == cfg.train.max_steps;
@@ -271,6 +285,7 @@ TrainSummary run_training(const Config& cfg) {
                                {"grad_norm", grad_norm},
                                {"tokens_per_s", tokens_per_s},
                                {"mfu", flops_per_token * tokens_per_s / (peak_flops * world_size)},
+                               {"time_ms", time_ms},
                                {"skipped", skip},
                                {"nonfinite_total", state.nonfinite_total}};
         if (!moe.is_null()) line["moe"] = moe;

@@ -53,5 +53,47 @@ TEST(LocalDispatcher, GradientFlowsBackToEachTokenOncePerAssignment) {
   EXPECT_TRUE(torch::equal(hidden.grad(), expected)) << hidden.grad();
 }
 
+// The dispatcher's gathers have hand-written backwards (a gather through the
+// inverse permutation); plain index_select/index_copy autograd is the reference.
+TEST(LocalDispatcher, GradientsMatchPlainIndexingWithDropsAndRandomUpstream) {
+  torch::manual_seed(11);
+  const int64_t tokens = 7, slots = 2, width = 3;
+  const auto ids = torch::randint(-1, 4, {tokens, slots}, torch::kLong);
+  const auto hidden = torch::randn({tokens, width}, torch::kDouble);
+  const auto upstream = torch::randn({tokens, slots, width}, torch::kDouble);
+
+  LocalDispatcher dispatcher(4);
+  const auto h = hidden.clone().requires_grad_(true);
+  const auto dispatched = dispatcher.dispatch(h, ids);
+  const int64_t kept = dispatched.tokens.size(0);
+  const auto scale = torch::randn({kept, 1}, torch::kDouble).requires_grad_(true);
+  (dispatcher.combine(dispatched.tokens * scale) * upstream).sum().backward();
+
+  const auto flat = ids.reshape({-1});
+  const auto order = std::get<1>(torch::where(flat < 0, 4, flat).sort(true, 0, false));
+  const auto kept_order = order.slice(0, 0, kept);
+  const auto ref_h = hidden.clone().requires_grad_(true);
+  const auto ref_scale = scale.detach().clone().requires_grad_(true);
+  const auto rows = ref_h.index_select(0, kept_order.div(slots, "floor")) * ref_scale;
+  const auto combined = torch::zeros({tokens * slots, width}, torch::kDouble)
+                            .index_copy(0, kept_order, rows)
+                            .view({tokens, slots, width});
+  (combined * upstream).sum().backward();
+
+  EXPECT_TRUE(torch::allclose(h.grad(), ref_h.grad(), 1e-12, 1e-12)) << h.grad() << ref_h.grad();
+  EXPECT_TRUE(torch::allclose(scale.grad(), ref_scale.grad(), 1e-12, 1e-12));
+}
+
+TEST(LocalDispatcher, EmptyBatchRoundTripsWithAnEmptyGradient) {
+  LocalDispatcher dispatcher(2);
+  const auto hidden = torch::zeros({0, 3}).requires_grad_(true);
+  const auto dispatched = dispatcher.dispatch(hidden, torch::zeros({0, 2}, torch::kLong));
+  EXPECT_EQ(dispatched.counts, (std::vector<int64_t>{0, 0}));
+  const auto combined = dispatcher.combine(dispatched.tokens);
+  EXPECT_EQ(combined.sizes(), (std::vector<int64_t>{0, 2, 3}));
+  combined.sum().backward();
+  EXPECT_EQ(hidden.grad().sizes(), (std::vector<int64_t>{0, 3}));
+}
+
 }  // namespace
 }  // namespace moelab
