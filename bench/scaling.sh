@@ -8,7 +8,7 @@
 # rate, top-2 routing can send nearly every token to the same two experts,
 # which with ep = 2 puts all expert work on one rank). Every layout then
 # resumes from that checkpoint for STEPS steps:
-#   (1 rank x 2 threads), (1 rank x 1 thread), (2 ranks x 1 thread, ep = 2),
+#   (1 rank x 1 thread), (1 rank x 2 threads), (2 ranks x 1 thread, ep = 2),
 #   (2 ranks x 1 thread, ep = 1)
 # and, as the machine's own ceiling, two independent 1-thread processes that
 # each train half the batch with no communication at all.
@@ -66,6 +66,8 @@ print(f"{tps:.0f} {m(fb):.0f}/{m(sync):.0f}/{m(opt):.0f} {m(load):.2f}")
 EOF_PY
 }
 
+scaling() { awk -v t="$1" -v b="$base_tps" 'BEGIN { printf "%.2fx", t / b }'; }
+
 peak() { python3 -c "import json,sys; print(' '.join('%.0f' % m for m in json.load(open(sys.argv[1]))['peak_resident_mib']))" "$1"; }
 
 dispatch_ms() {  # ranks ep threads: forward+backward dispatch+combine per MoE layer
@@ -83,9 +85,10 @@ if [ "$warm" -gt 0 ]; then
     --set train.threads=2 >"$work/warm.log" 2>&1 || { cat "$work/warm.log" >&2; exit 1; }
 fi
 
-printf '%-34s %9s %8s %16s %18s %9s %9s\n' layout tokens/s step_ms "fwd+bwd/sync/opt" \
-  "peak MiB per rank" "load max" dispatch
-for layout in "1 1 2" "1 1 1" "2 2 1" "2 1 1"; do
+printf '%-34s %9s %7s %8s %16s %18s %9s %9s\n' layout tokens/s "vs 1x1" step_ms \
+  "fwd+bwd/sync/opt" "peak MiB per rank" "load max" dispatch
+# The 1 rank x 1 thread run comes first: it is what the scaling column divides by.
+for layout in "1 1 1" "1 1 2" "2 2 1" "2 1 1"; do
   read -r ranks ep threads <<<"$layout"
   run="$work/r${ranks}ep${ep}t${threads}"
   train "$run" "$ranks" "$threads" --set parallel.ep="$ep"
@@ -93,8 +96,9 @@ for layout in "1 1 2" "1 1 1" "2 2 1" "2 1 1"; do
   step_ms=$(awk -v t="$tps" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }')
   share=$(awk -v d="$(dispatch_ms "$ranks" "$ep" "$threads")" -v s="$step_ms" \
     'BEGIN { printf "%.1f%%", 100 * 4 * d / s }')
-  printf '%-34s %9.0f %8s %16s %18s %9s %9s\n' "ranks $ranks ep $ep threads $threads" "$tps" \
-    "$step_ms" "$phases" "$(peak "$run/DONE")" "$load" "$share"
+  [ -n "${base_tps:-}" ] || base_tps=$tps
+  printf '%-34s %9.0f %7s %8s %16s %18s %9s %9s\n' "ranks $ranks ep $ep threads $threads" "$tps" \
+    "$(scaling "$tps")" "$step_ms" "$phases" "$(peak "$run/DONE")" "$load" "$share"
 done
 
 # Ceiling: two processes on their own cores, half the batch each, no communication.
@@ -106,6 +110,6 @@ for core in 0 1; do
 done
 wait
 read -r tps phases load <<<"$(summary "$work/alone0/metrics.jsonl" "$work/alone1/metrics.jsonl")"
-printf '%-34s %9.0f %8s %16s %18s %9s %9s\n' "2 independent processes, no comm" "$tps" \
-  "$(awk -v t="$tps" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }')" "$phases" \
+printf '%-34s %9.0f %7s %8s %16s %18s %9s %9s\n' "2 independent processes, no comm" "$tps" \
+  "$(scaling "$tps")" "$(awk -v t="$tps" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }')" "$phases" \
   "$(peak "$work/alone0/DONE") $(peak "$work/alone1/DONE")" "$load" "-"

