@@ -68,6 +68,8 @@ EOF_PY
 
 scaling() { awk -v t="$1" -v b="$base_tps" 'BEGIN { printf "%.2fx", t / b }'; }
 
+step_ms() { awk -v t="$1" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }'; }  # from tokens/s
+
 peak() { python3 -c "import json,sys; print(' '.join('%.0f' % m for m in json.load(open(sys.argv[1]))['peak_resident_mib']))" "$1"; }
 
 dispatch_ms() {  # ranks ep threads: forward+backward dispatch+combine per MoE layer
@@ -93,12 +95,12 @@ for layout in "1 1 1" "1 1 2" "2 2 1" "2 1 1"; do
   run="$work/r${ranks}ep${ep}t${threads}"
   train "$run" "$ranks" "$threads" --set parallel.ep="$ep"
   read -r tps phases load <<<"$(summary "$run/metrics.jsonl")"
-  step_ms=$(awk -v t="$tps" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }')
-  share=$(awk -v d="$(dispatch_ms "$ranks" "$ep" "$threads")" -v s="$step_ms" \
+  step=$(step_ms "$tps")
+  share=$(awk -v d="$(dispatch_ms "$ranks" "$ep" "$threads")" -v s="$step" \
     'BEGIN { printf "%.1f%%", 100 * 4 * d / s }')
-  [ -n "${base_tps:-}" ] || base_tps=$tps
+  [ "$layout" != "1 1 1" ] || base_tps=$tps
   printf '%-34s %9.0f %7s %8s %16s %18s %9s %9s\n' "ranks $ranks ep $ep threads $threads" "$tps" \
-    "$(scaling "$tps")" "$step_ms" "$phases" "$(peak "$run/DONE")" "$load" "$share"
+    "$(scaling "$tps")" "$step" "$phases" "$(peak "$run/DONE")" "$load" "$share"
 done
 
 # Ceiling: two processes on their own cores, half the batch each, no communication.
@@ -111,5 +113,5 @@ done
 wait
 read -r tps phases load <<<"$(summary "$work/alone0/metrics.jsonl" "$work/alone1/metrics.jsonl")"
 printf '%-34s %9.0f %7s %8s %16s %18s %9s %9s\n' "2 independent processes, no comm" "$tps" \
-  "$(scaling "$tps")" "$(awk -v t="$tps" 'BEGIN { printf "%.0f", 16 * 256 / t * 1000 }')" "$phases" \
+  "$(scaling "$tps")" "$(step_ms "$tps")" "$phases" \
   "$(peak "$work/alone0/DONE") $(peak "$work/alone1/DONE")" "$load" "-"

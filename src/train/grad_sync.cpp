@@ -28,7 +28,7 @@ GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicat
 void GradSync::sync() {
   if (!group_ || group_->size() == 1) {
     // Nothing to exchange (one rank, or experts held by no other rank): scale in
-    // place instead of through flat copies, which cost ~10 ms a step at 9M params.
+    // place; the flat copies cost ~6 ms a step at 9M params on one core.
     for (auto& p : params_) {
       torch::Tensor& g = grad_or_zeros(p);
       if (divisor_ != 1.0) g.div_(divisor_);
