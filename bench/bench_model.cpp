@@ -1,21 +1,26 @@
-// Training throughput of the reference dense and MoE models (issue 4): forward +
-// backward tokens/s and MFU, fp32 and bf16, against matmul peaks measured here.
+// Training throughput of the reference dense and MoE models: forward + backward
+// tokens/s and MFU, in fp32 and in the "auto" precision (bf16 where it is native,
+// else fp32: see model/precision.h), each against the matmul peak measured here
+// in the precision it ran in.
 //
 // FLOPs per step = 6 * (active params - embedding) * tokens        (matmuls, fwd + bwd)
 //                + 12 * n_layers * seq_len * d_model * tokens       (attention scores + values)
 // The head counts as a matmul; the embedding lookup does not. With a tied head
 // the head's matrix still counts (it is the embedding's size).
 //
-// Usage: bench_model [steps=3] [threads=2]
+// Usage: bench_model [steps=3] [threads=2] [device=cpu|cuda]
 #include <fmt/format.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <string>
 
 #include "model/param_count.h"
 #include "model/phase_timer.h"
+#include "model/precision.h"
 #include "model/transformer.h"
+#include "train/mfu.h"
 #include "util/allocator.h"
 #include "util/memory.h"
 
@@ -26,19 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Best-of-n throughput of an n x n matmul: the practical peak of this machine.
-double matmul_peak_flops(torch::Dtype dtype, int64_t n = 2048, int reps = 5) {
-  const auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  torch::matmul(a, b);
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = Clock::now();
-    const auto c = torch::matmul(a, b);
-    best = std::min(best, seconds_since(start));
-  }
-  return 2.0 * n * n * n / best;
 }
 
 Config reference_config(bool moe, const std::string& precision) {
@@ -56,12 +48,19 @@ double step_flops(const Config& cfg, int64_t tokens) {
   return 6.0 * matmul_params * tokens + 12.0 * m.n_layers * m.seq_len * m.d_model * tokens;
 }
 
-void bench(bool moe, const std::string& precision, int steps, double peak) {
+void bench(bool moe, const std::string& precision, int steps, const torch::Device& device,
+           double peak) {
   const Config cfg = reference_config(moe, precision);
   const int64_t batch = 16, seq = cfg.model.seq_len, tokens = batch * seq;
   Transformer model(cfg);
-  const auto input = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
-  const auto targets = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
+  model->to(device);
+  const auto ids = torch::TensorOptions(torch::kLong).device(device);
+  const auto input = torch::randint(0, cfg.model.vocab_size, {batch, seq}, ids);
+  const auto targets = torch::randint(0, cfg.model.vocab_size, {batch, seq}, ids);
+  // GPU kernels run asynchronously: each timed phase ends when its kernels have.
+  const auto wait = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  };
 
   double forward_s = 0, loss_s = 0, backward_s = 0;
   auto step = [&](bool timed) {
@@ -69,12 +68,15 @@ void bench(bool moe, const std::string& precision, int steps, double peak) {
     PhaseTimer::enable(timed);
     auto t0 = Clock::now();
     const auto out = model->forward(input);
+    wait();
     const double f = seconds_since(t0);
     t0 = Clock::now();
     const auto loss = lm_loss(out.logits, targets) + out.aux_loss + out.z_loss;
+    wait();
     const double l = seconds_since(t0);
     t0 = Clock::now();
     loss.backward();
+    wait();
     const double b = seconds_since(t0);
     PhaseTimer::enable(false);
     if (timed) {
@@ -89,8 +91,10 @@ void bench(bool moe, const std::string& precision, int steps, double peak) {
 
   const double step_s = (forward_s + loss_s + backward_s) / steps;
   const double mfu = step_flops(cfg, tokens) / step_s / peak;
-  fmt::print("{:<6} {:<5} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
-             moe ? "moe" : "dense", precision, tokens / step_s, step_s, 100 * mfu,
+  const std::string ran = resolve_precision(precision, device).precision;
+  const std::string label = precision == ran ? precision : precision + ":" + ran;
+  fmt::print("{:<6} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
+             moe ? "moe" : "dense", label, tokens / step_s, step_s, 100 * mfu,
              step_flops(cfg, tokens) / 1e9);
   std::string phases;
   for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
@@ -108,15 +112,21 @@ int main(int argc, char** argv) {
   moelab::keep_freed_memory();
   const int steps = argc > 1 ? std::stoi(argv[1]) : 3;
   const int threads = argc > 2 ? std::stoi(argv[2]) : 2;
+  const torch::Device device(argc > 3 ? argv[3] : "cpu");
   torch::set_num_threads(threads);
   torch::manual_seed(0);
-  const double peak_fp32 = moelab::matmul_peak_flops(torch::kFloat32);
-  const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16);
-  fmt::print("threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} GFLOP/s\n", threads,
-             peak_fp32 / 1e9, peak_bf16 / 1e9);
+  const auto auto_choice = moelab::resolve_precision("auto", device);
+  const double peak_fp32 = moelab::matmul_peak_flops(torch::kFloat32, threads, device);
+  const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16, threads, device);
+  fmt::print(
+      "torch {}  device {}  threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} "
+      "GFLOP/s\nprecision auto -> {} ({})\n",
+      TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9, auto_choice.precision,
+      auto_choice.reason);
+  const double peak_auto = auto_choice.precision == "bf16" ? peak_bf16 : peak_fp32;
   for (bool moe : {false, true}) {
-    moelab::bench(moe, "fp32", steps, peak_fp32);
-    moelab::bench(moe, "bf16", steps, peak_bf16);
+    moelab::bench(moe, "fp32", steps, device, peak_fp32);
+    moelab::bench(moe, "auto", steps, device, peak_auto);
   }
   fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());
   return 0;

@@ -1,8 +1,9 @@
 # Finds moelab's dependencies and gathers them into one interface target,
-# `moelab_deps`. LibTorch comes from Debian's libtorch-dev by default, or from any
-# other LibTorch put on CMAKE_PREFIX_PATH (e.g. a PyTorch wheel's torch/share/cmake).
-
-find_package(Torch REQUIRED)
+# `moelab_deps`. LibTorch is the one inside a PyTorch wheel: by default the
+# project's .venv (launch/install-deps.sh), or whichever Python MOELAB_PYTHON names
+# (e.g. a machine's own PyTorch install); a LibTorch already on CMAKE_PREFIX_PATH
+# or Torch_DIR wins over both.
+include(MoelabTorch)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(tomlplusplus REQUIRED)
@@ -19,6 +20,14 @@ find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
 find_path(XXHASH_INCLUDE_DIR NAMES xxhash.h REQUIRED)
 
 add_library(moelab_deps INTERFACE)
+# LibTorch's include folder carries its own {fmt} (12.x), which would shadow the
+# Debian fmt 9 that spdlog is built against. A folder holding only a link to
+# Debian's fmt, searched before LibTorch's, keeps moelab on the fmt it links.
+find_path(FMT_INCLUDE_DIR fmt/format.h HINTS /usr/include NO_CMAKE_PATH NO_CMAKE_ENVIRONMENT_PATH)
+set(_fmt_first ${CMAKE_BINARY_DIR}/fmt-first)
+file(MAKE_DIRECTORY ${_fmt_first})
+file(CREATE_LINK ${FMT_INCLUDE_DIR}/fmt ${_fmt_first}/fmt SYMBOLIC)
+target_include_directories(moelab_deps SYSTEM BEFORE INTERFACE ${_fmt_first})
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
   spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB
@@ -31,29 +40,36 @@ target_compile_definitions(moelab_deps INTERFACE ${HDF5_C_DEFINITIONS} OMPI_SKIP
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(moelab_deps INTERFACE ${_torch_flags})
 
-# CUDA + NCCL: optional, auto-detected. The NCCL backend compiles wherever the
-# headers and library exist; it runs only where a GPU does.
-set(MOELAB_CUDA_ROOT "/usr/local/cuda" CACHE PATH "CUDA toolkit root searched for NCCL")
-find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${MOELAB_CUDA_ROOT}/include ENV NCCL_HOME PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl HINTS ${MOELAB_CUDA_ROOT}/lib64 ${MOELAB_CUDA_ROOT}/lib ENV NCCL_HOME PATH_SUFFIXES lib lib64)
-find_path(CUDART_INCLUDE_DIR cuda_runtime_api.h HINTS ${MOELAB_CUDA_ROOT}/include)
-find_library(CUDART_LIBRARY cudart HINTS ${MOELAB_CUDA_ROOT}/lib64 ${MOELAB_CUDA_ROOT}/lib)
-if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY AND CUDART_INCLUDE_DIR AND CUDART_LIBRARY)
+# CUDA + NCCL, on when LibTorch is a CUDA build. The NCCL backend links the very
+# libnccl.so.2 that the torch wheel's libtorch_cuda loads (its nvidia/nccl
+# folder), so the process holds one NCCL; CUDA runtime calls go through c10::cuda.
+# It compiles and links on any machine with the toolkit; it runs where a GPU is.
+get_filename_component(_wheel_site ${TORCH_INSTALL_PREFIX} DIRECTORY)
+find_path(NCCL_INCLUDE_DIR nccl.h NO_DEFAULT_PATH
+  HINTS ${_wheel_site}/nvidia/nccl/include ENV NCCL_HOME PATH_SUFFIXES include)
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NO_DEFAULT_PATH
+  HINTS ${_wheel_site}/nvidia/nccl/lib ENV NCCL_HOME PATH_SUFFIXES lib lib64)
+if(TORCH_CUDA_LIBRARIES AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
   set(_nccl_found ON)
 else()
   set(_nccl_found OFF)
 endif()
-option(MOELAB_WITH_NCCL "Build the NCCL communicator" ${_nccl_found})
+option(MOELAB_WITH_NCCL "Build the NCCL communicator and the CUDA paths" ${_nccl_found})
 if(MOELAB_WITH_NCCL)
   if(NOT _nccl_found)
-    message(FATAL_ERROR "MOELAB_WITH_NCCL=ON but nccl.h/libnccl/cudart were not found under ${MOELAB_CUDA_ROOT}")
+    message(FATAL_ERROR "MOELAB_WITH_NCCL=ON needs a CUDA LibTorch and the NCCL it loads "
+                        "(nccl.h, libnccl.so.2 under ${_wheel_site}/nvidia/nccl, or $NCCL_HOME)")
   endif()
-  target_include_directories(moelab_deps SYSTEM INTERFACE ${NCCL_INCLUDE_DIR} ${CUDART_INCLUDE_DIR})
-  target_link_libraries(moelab_deps INTERFACE ${NCCL_LIBRARY} ${CUDART_LIBRARY})
+  target_include_directories(moelab_deps SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(moelab_deps INTERFACE ${NCCL_LIBRARY})
   target_compile_definitions(moelab_deps INTERFACE MOELAB_WITH_NCCL=1)
+  # The wheel's CUDA libraries first: the toolkit's libcudart (older) must not be
+  # the one loaded for libtorch_cuda.
+  file(GLOB _wheel_cuda_libs LIST_DIRECTORIES true ${_wheel_site}/nvidia/*/lib)
+  set(CMAKE_BUILD_RPATH ${_wheel_cuda_libs})
   message(STATUS "moelab: NCCL backend ON (${NCCL_LIBRARY})")
 else()
-  message(STATUS "moelab: NCCL backend OFF")
+  message(STATUS "moelab: NCCL backend OFF (LibTorch without CUDA, or no NCCL beside it)")
 endif()
 
 # Git commit recorded in every run's outputs.

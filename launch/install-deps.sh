@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Installs moelab's build and run dependencies from Debian packages. Idempotent:
-# only packages that are missing are installed. Runs as root, or through sudo.
+# Installs moelab's build and run dependencies: Debian packages, and a project
+# virtual environment (.venv/) holding the pinned PyPI torch wheel, whose LibTorch
+# (CUDA-enabled) the build links. Idempotent: only what is missing is installed.
+# Runs as root, or through sudo for the Debian part.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libopenblas0-openmp
+  libopenblas0-openmp python3-venv
   libopenmpi-dev openmpi-bin
   libhdf5-dev libtomlplusplus-dev libgtest-dev
   libsentencepiece-dev sentencepiece
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev
-  python3-matplotlib python3-torch python3-numpy python3-h5py
+  python3-matplotlib python3-numpy python3-h5py
   fortunes
   slurmctld slurmd slurm-client munge libpmix-dev
 )
@@ -22,8 +24,37 @@ for p in "${packages[@]}"; do
   fi
 done
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+requirements="$root/launch/requirements.txt"
+venv=${MOELAB_VENV:-$root/.venv}
+
+# The virtual environment is current when its pip freeze holds every pinned line.
+venv_current() {
+  [ -x "$venv/bin/python" ] || return 1
+  local frozen
+  frozen=$("$venv/bin/python" -m pip freeze 2>/dev/null) || return 1
+  while read -r pin; do
+    case "$pin" in ''|'#'*) continue ;; esac
+    grep -qixF "$pin" <<<"$frozen" || return 1
+  done <"$requirements"
+}
+
+install_venv() {
+  if venv_current; then
+    echo "install-deps: $venv matches launch/requirements.txt"
+    return
+  fi
+  # Any python3 >= 3.10 will do; the wheel is chosen for it.
+  local python=${MOELAB_PYTHON_BIN:-python3}
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+  echo "install-deps: installing launch/requirements.txt into $venv (torch with CUDA: ~5 GB)"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+    -r "$requirements"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_venv
   exit 0
 fi
 
@@ -46,4 +77,5 @@ liblapack=$(update-alternatives --list liblapack.so.3-x86_64-linux-gnu 2>/dev/nu
 if [ -n "$liblapack" ]; then
   $sudo update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$liblapack" >/dev/null
 fi
+install_venv
 echo "install-deps: done"

@@ -90,8 +90,8 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
   const torch::Tensor block_key =
       torch::arange(local_experts_, torch::kLong).mul(ep).view({1, -1}) +
       torch::arange(ep, torch::kLong).view({-1, 1});
-  const torch::Tensor row_key = torch::repeat_interleave(
-      block_key.reshape({-1}), recv_count_tensor.to(torch::kCPU).reshape({-1}));
+  const torch::Tensor row_key =
+      torch::repeat_interleave(block_key.reshape({-1}), torch::tensor(recv_counts, torch::kLong));
   routing->regroup =
       std::get<1>(torch::sort(row_key, /*stable=*/true, 0, false)).to(hidden.device());
   routing->ungroup = inverse_permutation(routing->regroup);

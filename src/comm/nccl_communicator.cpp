@@ -1,5 +1,7 @@
 #include "comm/nccl_communicator.h"
 
+#include <c10/cuda/CUDAStream.h>
+
 #include <stdexcept>
 
 #include "comm/collective_checks.h"
@@ -30,41 +32,18 @@ ncclDataType_t nccl_type(torch::ScalarType type) {
   }
 }
 
-void check_cuda(cudaError_t code, const char* op, int rank) {
-  if (code != cudaSuccess) throw std::runtime_error(comm_error(op, rank, cudaGetErrorString(code)));
-}
-
 char* bytes_of(const torch::Tensor& t) {
   return static_cast<char*>(t.data_ptr());
 }
 
+// LibTorch's current stream on the tensor's device: where its producers ran.
+cudaStream_t stream_of(const torch::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
 }  // namespace
 
-int visible_cuda_devices() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device" error for later calls
-    return 0;
-  }
-  return count;
-}
-
-void bind_local_cuda_device() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int local_rank = 0;
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_free(&node);
-  const int devices = visible_cuda_devices();
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (devices == 0)
-    throw std::runtime_error(comm_error("cudaSetDevice", world_rank, "no GPU visible"));
-  check_cuda(cudaSetDevice(local_rank % devices), "cudaSetDevice", world_rank);
-}
-
-NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t stream)
-    : comm_(comm), stream_(stream) {
+NcclCommunicator::NcclCommunicator(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -100,7 +79,7 @@ void NcclCommunicator::all_reduce(torch::Tensor& t, ncclRedOp_t op, const char* 
   require_cuda(t, name);
   torch::Tensor work = t.contiguous();
   check(ncclAllReduce(work.data_ptr(), work.data_ptr(), work.numel(), nccl_type(work.scalar_type()),
-                      op, nccl_, stream_),
+                      op, nccl_, stream_of(work)),
         name);
   if (!work.is_same(t)) t.copy_(work);
 }
@@ -119,7 +98,8 @@ torch::Tensor NcclCommunicator::all_gather(const torch::Tensor& t) {
   if (t.dim() < 1) throw std::invalid_argument(comm_error(op, rank_, "tensor must have dim 0"));
   torch::Tensor in = t.contiguous();
   torch::Tensor out = torch::empty(with_rows(t, t.size(0) * size_), t.options());
-  check(ncclAllGather(in.data_ptr(), out.data_ptr(), in.nbytes(), ncclUint8, nccl_, stream_), op);
+  check(ncclAllGather(in.data_ptr(), out.data_ptr(), in.nbytes(), ncclUint8, nccl_, stream_of(in)),
+        op);
   return out;
 }
 
@@ -133,18 +113,19 @@ torch::Tensor NcclCommunicator::all_to_all_v(const torch::Tensor& send,
   torch::Tensor out = torch::empty(with_rows(send, total), send.options());
   const int64_t bytes_per_row = row_bytes(send);
   if (bytes_per_row == 0) return out;
+  const cudaStream_t stream = stream_of(in);
   // Point-to-point pairs inside one group run as a single fused exchange.
   check(ncclGroupStart(), op);
   int64_t send_offset = 0, recv_offset = 0;
   for (int p = 0; p < size_; ++p) {
     if (send_rows[p] > 0) {
       check(ncclSend(bytes_of(in) + send_offset * bytes_per_row, send_rows[p] * bytes_per_row,
-                     ncclUint8, p, nccl_, stream_),
+                     ncclUint8, p, nccl_, stream),
             op);
     }
     if (recv_rows[p] > 0) {
       check(ncclRecv(bytes_of(out) + recv_offset * bytes_per_row, recv_rows[p] * bytes_per_row,
-                     ncclUint8, p, nccl_, stream_),
+                     ncclUint8, p, nccl_, stream),
             op);
     }
     send_offset += send_rows[p];
@@ -160,14 +141,14 @@ void NcclCommunicator::broadcast(torch::Tensor& t, int root) {
   check_root(op, rank_, size_, root);
   torch::Tensor work = t.contiguous();
   check(ncclBroadcast(work.data_ptr(), work.data_ptr(), work.nbytes(), ncclUint8, root, nccl_,
-                      stream_),
+                      stream_of(work)),
         op);
   if (!work.is_same(t)) t.copy_(work);
 }
 
 void NcclCommunicator::barrier() {
   // Waits for this rank's queued collectives, then for every other rank.
-  check_cuda(cudaStreamSynchronize(stream_), "barrier", rank_);
+  c10::cuda::getCurrentCUDAStream().synchronize();
   if (MPI_Barrier(comm_) != MPI_SUCCESS) {
     throw std::runtime_error(comm_error("barrier", rank_, "MPI_Barrier failed"));
   }

@@ -1,11 +1,11 @@
 // Communicator over NCCL for CUDA tensors (compiled only when MOELAB_WITH_NCCL).
-// Collectives are enqueued on one CUDA stream, the one the compute runs on, so
-// they are ordered after the kernels that produce their inputs without a sync.
+// Every collective is enqueued on LibTorch's current CUDA stream, the one the
+// compute runs on, so it is ordered after the kernels that produce its inputs
+// (and before those that read its outputs) without a host synchronisation.
 #pragma once
 
 #ifdef MOELAB_WITH_NCCL
 
-#include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
 
@@ -13,26 +13,15 @@
 
 namespace moelab {
 
-// GPUs this process can see; 0 when there is no device or no driver.
-int visible_cuda_devices();
-
-// Selects this rank's GPU: its rank among the ranks on the same node, modulo
-// the visible devices (so several ranks may share one GPU).
-void bind_local_cuda_device();
-
 class NcclCommunicator : public Communicator {
  public:
   // `comm` holds the same ranks; it is owned (freed on destruction) and carries
   // the NCCL unique id from the group's rank 0 and the host side of barrier().
-  // The default stream 0 is the legacy default stream LibTorch computes on
-  // unless told otherwise.
-  explicit NcclCommunicator(MPI_Comm comm, cudaStream_t stream = nullptr);
+  // The NCCL communicator binds to the current CUDA device (select it first).
+  explicit NcclCommunicator(MPI_Comm comm);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
-
-  // For callers that compute on a non-default stream.
-  void set_stream(cudaStream_t stream) { stream_ = stream; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -52,7 +41,6 @@ class NcclCommunicator : public Communicator {
 
   MPI_Comm comm_;
   ncclComm_t nccl_ = nullptr;
-  cudaStream_t stream_;
   int rank_ = 0;
   int size_ = 1;
 };

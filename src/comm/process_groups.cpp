@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "comm/cuda_device.h"
 #include "comm/expert_placement.h"
 #include "comm/failure.h"
 #include "comm/local_communicator.h"
@@ -30,14 +31,6 @@ bool mpi_initialised() {
   return initialized && !finalized;
 }
 
-int cuda_devices() {
-#ifdef MOELAB_WITH_NCCL
-  return visible_cuda_devices();
-#else
-  return 0;
-#endif
-}
-
 std::string resolve_backend(const std::string& backend, bool tensors_on_cuda) {
   if (backend == "auto") return tensors_on_cuda && kNcclBuiltIn ? "nccl" : "mpi";
   return backend;
@@ -62,7 +55,7 @@ std::string validation_error(int64_t ep, int64_t num_experts, const std::string&
           << "(MOELAB_WITH_NCCL=OFF); use 'mpi' or 'auto'";
   } else if (backend == "nccl" && !tensors_on_cuda) {
     error << where << "parallel.backend = 'nccl' needs train.device = 'cuda'";
-  } else if (backend == "nccl" && cuda_devices() == 0) {
+  } else if (backend == "nccl" && visible_cuda_devices() == 0) {
     error << where << "parallel.backend = 'nccl' but no GPU is visible on this rank";
   }
   return error.str();
@@ -140,15 +133,14 @@ ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::st
   groups.ep_rank = static_cast<int>(control->rank() % ep);
   groups.num_experts = num_experts;
   groups.control = control;
+  // Before any NCCL communicator exists: it binds to the current device.
+  if (tensors_on_cuda) select_local_cuda_device();
   if (!with_mpi) {
     groups.backend = "local";
     groups.world = groups.dp = groups.ep = groups.expert_dp = control;
     return groups;
   }
   groups.backend = resolve_backend(backend, tensors_on_cuda);
-#ifdef MOELAB_WITH_NCCL
-  if (groups.backend == "nccl") bind_local_cuda_device();
-#endif
   const int rank = control->rank();
   groups.world = groups.backend == "mpi" ? control : make_communicator(dup_world(), "nccl");
   groups.dp = groups.world;

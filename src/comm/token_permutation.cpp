@@ -74,11 +74,6 @@ SortedAssignments sort_assignments(const torch::Tensor& expert_ids, int64_t num_
     throw std::invalid_argument("sort_assignments: expects int64 expert ids [T, k]");
   }
   const torch::Tensor flat = expert_ids.reshape({-1});
-  if (flat.numel() > 0 &&
-      (flat.min().item<int64_t>() < -1 || flat.max().item<int64_t>() >= num_experts)) {
-    throw std::invalid_argument("sort_assignments: expert ids must lie in [-1, " +
-                                std::to_string(num_experts) + ")");
-  }
   SortedAssignments sorted;
   sorted.tokens = expert_ids.size(0);
   sorted.slots = expert_ids.size(1);
@@ -86,9 +81,20 @@ SortedAssignments sort_assignments(const torch::Tensor& expert_ids, int64_t num_
   const torch::Tensor keys = torch::where(flat < 0, num_experts, flat);
   sorted.order = std::get<1>(torch::sort(keys, /*stable=*/true, 0, false));
   sorted.unsort = inverse_permutation(sorted.order);
-  const torch::Tensor counts =
-      torch::bincount(keys, /*weights=*/{}, num_experts + 1).to(torch::kCPU).contiguous();
-  const int64_t* c = counts.data_ptr<int64_t>();
+  // The counts size the expert batches, so they are read back: once, with the
+  // number of out-of-range ids, in one transfer (one host sync on a GPU).
+  const torch::Tensor invalid = ((flat < -1) | (flat >= num_experts)).sum().reshape({1});
+  const torch::Tensor summary =
+      torch::cat(
+          {torch::bincount(keys, /*weights=*/{}, num_experts + 1).narrow(0, 0, num_experts + 1),
+           invalid})
+          .to(torch::kCPU, torch::kLong)
+          .contiguous();
+  const int64_t* c = summary.data_ptr<int64_t>();
+  if (c[num_experts + 1] > 0) {
+    throw std::invalid_argument("sort_assignments: expert ids must lie in [-1, " +
+                                std::to_string(num_experts) + ")");
+  }
   sorted.counts.assign(c, c + num_experts);
   sorted.kept = flat.numel() - c[num_experts];
   return sorted;

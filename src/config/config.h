@@ -48,7 +48,7 @@ struct DataConfig {
 struct TrainConfig {
   int64_t seed = 0;
   std::string device = "cpu";      // "cpu" | "cuda"
-  std::string precision = "bf16";  // "fp32" | "bf16"
+  std::string precision = "auto";  // "auto" | "fp32" | "bf16" (model/precision.h)
   int64_t max_steps = 1000;
   int64_t batch_seqs = 16;          // global batch in sequences (used when batch_tokens = 0)
   int64_t batch_tokens = 0;         // global batch in tokens; overrides batch_seqs when > 0

@@ -1,8 +1,5 @@
 #include "model/attention.h"
 
-#include <cmath>
-#include <limits>
-
 #include "model/compute.h"
 
 namespace moelab {
@@ -32,25 +29,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   auto q = apply_rope(split_heads(0, n_heads_), rope_);
   auto k = apply_rope(split_heads(q_width, n_kv_heads_), rope_);
   auto v = split_heads(q_width + kv_width, n_kv_heads_);
-  if (n_kv_heads_ != n_heads_) {
-    const int64_t group = n_heads_ / n_kv_heads_;
-    auto repeat_kv = [&](const torch::Tensor& t) {
-      return t.unsqueeze(2)
-          .expand({batch, n_kv_heads_, group, seq, head_dim_})
-          .reshape({batch, n_heads_, seq, head_dim_});
-    };
-    k = repeat_kv(k);
-    v = repeat_kv(v);
-  }
-  // Scaling q (S x hd) is cheaper than scaling the scores (S x S); the mask is
-  // applied in place since matmul's backward does not need its output.
-  auto scores = torch::matmul(q * (1.0 / std::sqrt(double(head_dim_))), k.transpose(-2, -1));
-  const auto future = torch::ones({seq, seq}, torch::kBool).triu(1);
-  scores.masked_fill_(future, -std::numeric_limits<double>::infinity());
-  // Softmax statistics in fp32 (or double) even when the matmuls run in bf16.
-  const auto stat_dtype = x.scalar_type() == torch::kBFloat16 ? torch::kFloat32 : x.scalar_type();
-  const auto probs = torch::softmax(scores, -1, stat_dtype).to(x.scalar_type());
-  const auto context = torch::matmul(probs, v).transpose(1, 2).reshape({batch, seq, q_width});
+  // Fused causal attention (flash kernels on CPU and GPU): the S x S scores are
+  // never stored, softmax statistics stay in fp32 for bf16 inputs, and grouped
+  // k/v heads are shared without being copied.
+  const auto context = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
+                                                        /*dropout_p=*/0.0, /*is_causal=*/true,
+                                                        /*scale=*/std::nullopt,
+                                                        /*enable_gqa=*/n_kv_heads_ != n_heads_)
+                           .transpose(1, 2)
+                           .reshape({batch, seq, q_width});
   return project(context, wo);
 }
 

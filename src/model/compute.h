@@ -1,6 +1,6 @@
 // Mixed-precision helpers shared by the model's layers. Parameters stay in the
 // "master" dtype (fp32, or double in gradient checks); matmuls run in the
-// compute dtype (bf16 when precision = "bf16", else the master dtype).
+// compute dtype (bf16 when precision resolves to "bf16", else the master dtype).
 #pragma once
 
 #include <torch/torch.h>
@@ -9,8 +9,10 @@
 
 namespace moelab {
 
-// bf16 for precision "bf16"; otherwise the dtype the parameters already have.
-c10::ScalarType compute_dtype(const std::string& precision, c10::ScalarType master);
+// bf16 for precision "bf16", and for "auto" where bf16 is native on `device`
+// (see precision.h); otherwise the dtype the parameters already have.
+c10::ScalarType compute_dtype(const std::string& precision, c10::ScalarType master,
+                              const torch::Device& device);
 
 // x @ w^T with w cast to x's dtype; the cast's backward hands w an fp32 grad.
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w);

@@ -70,8 +70,8 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   out.aux_loss = aux_coef_ * num_experts * (load * route.probs.mean(0)).sum();
   out.z_loss = z_coef_ * torch::logsumexp(route.logits, -1).pow(2).mean();
   out.stats.load = load.to(torch::kFloat32);
-  out.stats.drop_fraction = stats[num_experts].item<double>();
-  out.stats.router_entropy = stats[num_experts + 1].item<double>();
+  out.stats.drop_fraction = stats[num_experts];
+  out.stats.router_entropy = stats[num_experts + 1];
   return out;
 }
 

@@ -30,9 +30,11 @@ namespace moelab {
 using ReduceMean = std::function<torch::Tensor(const torch::Tensor&)>;
 
 struct MoeLayerStats {
-  torch::Tensor load;     // [E] fraction of assignments per global expert, detached
-  double drop_fraction;   // dropped / (T * k)
-  double router_entropy;  // mean over tokens of -sum_i p_i log p_i (nats)
+  torch::Tensor load;  // [E] fraction of assignments per global expert, detached
+  // 0-dim tensors on the layer's device, so a step reads none of them back
+  // unless it logs them.
+  torch::Tensor drop_fraction;   // dropped / (T * k)
+  torch::Tensor router_entropy;  // mean over tokens of -sum_i p_i log p_i (nats)
 };
 
 struct MoeOutput {

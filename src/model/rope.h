@@ -14,7 +14,8 @@ struct RopeTables {
 
 RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta);
 
-// x: [B, H, S, head_dim]; uses the first S rows of the tables, cast to x's dtype.
+// x: [B, H, S, head_dim]; uses the first S rows of the tables, cast to x's
+// dtype and device.
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
 
 }  // namespace moelab

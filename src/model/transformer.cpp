@@ -103,7 +103,7 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
                      std::to_string(cfg_.model.seq_len) + "], got " + c10::str(tokens.sizes()));
   }
   const auto master = embedding.scalar_type();
-  const auto compute = compute_dtype(cfg_.train.precision, master);
+  const auto compute = compute_dtype(cfg_.train.precision, master, tokens.device());
   ModelOutput out;
   out.aux_loss = torch::zeros({}, embedding.options());
   out.z_loss = torch::zeros({}, embedding.options());

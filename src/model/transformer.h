@@ -3,8 +3,9 @@
 // moe.enabled, an MoE layer in every block.
 //
 // Precision: parameters and the residual stream stay in the master dtype (fp32,
-// or double after module->to(kDouble)); with train.precision = "bf16" matmuls
-// run in bf16 while RMSNorm statistics, softmax, the router and the loss stay fp32.
+// or double after module->to(kDouble)); when train.precision resolves to bf16
+// (precision.h) matmuls run in bf16 while RMSNorm statistics, softmax, the router and the loss stay
+// fp32.
 //
 // Initialisation: every parameter is drawn from normal(0, init_std) on its own
 // generator seeded by hash(seed, parameter name) (names carry the layer and the

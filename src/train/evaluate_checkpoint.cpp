@@ -1,5 +1,6 @@
 #include "train/evaluate_checkpoint.h"
 
+#include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "config/load.h"
 #include "data/validation_set.h"
@@ -35,7 +36,9 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
     }
     np.value().copy_(it->second);
   }
-  EvalResult r = evaluate(model, val, opts.batch_seqs, groups.dp.get(), torch::Device(torch::kCPU));
+  const torch::Device device = run_device(cfg);
+  model->to(device);
+  EvalResult r = evaluate(model, val, opts.batch_seqs, groups.dp.get(), device);
   return {ckpt.step, split, r.loss, r.tokens};
 }
 

@@ -15,8 +15,9 @@ EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_
   const int64_t most = (n + ranks - 1) / ranks;  // windows on the busiest rank
   const int64_t passes = (most + batch_seqs - 1) / batch_seqs;
 
-  // Summed in double so the mean does not depend on how windows are batched.
-  double loss_sum = 0;
+  // Summed in double so the mean does not depend on how windows are batched;
+  // kept on the device so the passes never wait for a read-back.
+  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
   int64_t tokens = 0;
   for (int64_t p = 0; p < passes; ++p) {
     const int64_t lo = begin + p * batch_seqs;
@@ -35,11 +36,12 @@ EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_
     auto per_token = torch::nn::functional::cross_entropy(
         logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-    loss_sum += per_token.to(torch::kDouble).sum().item<double>();
+    loss_sum.add_(per_token.to(torch::kDouble).sum());
     tokens += targets.numel();
   }
-  auto totals = torch::tensor({loss_sum, double(tokens)}, torch::kDouble);
+  auto totals = torch::stack({loss_sum, torch::full({}, double(tokens), loss_sum.options())});
   if (dp && ranks > 1) dp->all_reduce_sum(totals);
+  totals = totals.cpu();
   EvalResult r;
   r.tokens = int64_t(totals[1].item<double>());
   r.loss = totals[0].item<double>() / double(r.tokens);

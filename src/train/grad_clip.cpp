@@ -4,16 +4,19 @@
 
 namespace moelab {
 
-double local_grad_sq_norm(const std::vector<torch::Tensor>& params) {
-  // One fp64 accumulator tensor and a single .item(), so a GPU syncs once.
-  torch::Tensor total;
+torch::Tensor local_grad_sq_norm_tensor(const std::vector<torch::Tensor>& params,
+                                        const torch::Device& device) {
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
   for (const auto& param : params) {
     const torch::Tensor& grad = param.grad();
-    if (!grad.defined()) continue;
-    torch::Tensor sq = grad.to(torch::kDouble).square().sum();
-    total = total.defined() ? total + sq : sq;
+    if (grad.defined()) total.add_(grad.to(torch::kDouble).square().sum());
   }
-  return total.defined() ? total.item<double>() : 0.0;
+  return total;
+}
+
+double local_grad_sq_norm(const std::vector<torch::Tensor>& params) {
+  const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  return local_grad_sq_norm_tensor(params, device).item<double>();
 }
 
 void scale_grads(const std::vector<torch::Tensor>& params, double factor) {

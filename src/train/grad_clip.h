@@ -11,7 +11,12 @@
 namespace moelab {
 
 // Sum of squared gradient entries over `params` (undefined gradients count as
-// zero), accumulated in fp64 whatever the gradient dtype.
+// zero), accumulated in fp64 whatever the gradient dtype: a 0-dim tensor on
+// `device` (the gradients' device), not read back to the host.
+torch::Tensor local_grad_sq_norm_tensor(const std::vector<torch::Tensor>& params,
+                                        const torch::Device& device);
+
+// The same, read back (one host synchronisation on a GPU).
 double local_grad_sq_norm(const std::vector<torch::Tensor>& params);
 
 // Multiplies every defined gradient by `factor` in place.

@@ -8,11 +8,16 @@
 
 namespace moelab {
 
-// FLOP/s of a large square matmul in `dtype` on the CPU with `threads` intra-op
-// threads (0 = the current setting): the best of a short timed loop after a warm-up.
-// The thread setting is restored afterwards.
-double matmul_peak_flops(torch::ScalarType dtype, int threads, int64_t size = 2048,
-                         double min_seconds = 0.5);
+// The practical matmul peak in FLOP/s, in `dtype` on `device`: the best time of
+// square products of sizes 256, 512, ... up to max_size (0 = 2048 on a CPU,
+// 8192 on a GPU), each repeated for about `seconds_per_size` after a warm-up.
+// A size whose single product takes longer than that ends the climb, so an
+// emulated dtype (bf16 on an AVX2-only CPU) is measured in well under a second.
+// On the CPU it runs with `threads` intra-op threads (0 = the current setting),
+// restored afterwards.
+double matmul_peak_flops(torch::ScalarType dtype, int threads,
+                         const torch::Device& device = torch::Device(torch::kCPU),
+                         int64_t max_size = 0, double seconds_per_size = 0.15);
 
 // Training FLOPs per token (forward + backward), the PaLM-paper estimate:
 //   6 * N  +  12 * n_layers * seq_len * d_model

@@ -1,15 +1,13 @@
 #include "train/optimizer.h"
 
-#include <c10/util/string_utils.h>
-
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
 // LibTorch keys per-parameter optimizer state by the address of the tensor's impl.
-std::string state_key(const torch::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
+void* state_key(const torch::Tensor& param) {
+  return param.unsafeGetTensorImpl();
 }
 
 // "optim/<name>/<field>": the prefix keeps these apart from the parameter named
@@ -39,7 +37,56 @@ torch::Tensor moment_like(const torch::Tensor& saved, const torch::Tensor& param
   return saved.to(param.options(), /*non_blocking=*/false, /*copy=*/true).contiguous();
 }
 
+// The tensors of one _fused_adamw_ call: all on one device, of one dtype.
+struct FusedBatch {
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+};
+
 }  // namespace
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::map<std::pair<std::string, c10::ScalarType>, FusedBatch> batches;
+    for (auto& param : group.params()) {
+      if (!param.grad().defined()) continue;
+      auto& slot = state()[state_key(param)];
+      if (!slot) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(param, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(param, torch::MemoryFormat::Preserve));
+        slot = std::move(fresh);
+      }
+      auto& adam = static_cast<torch::optim::AdamWParamState&>(*slot);
+      adam.step(adam.step() + 1);
+      FusedBatch& batch = batches[{param.device().str(), param.scalar_type()}];
+      batch.params.push_back(param);
+      batch.grads.push_back(param.grad());
+      batch.exp_avgs.push_back(adam.exp_avg());
+      batch.exp_avg_sqs.push_back(adam.exp_avg_sq());
+      // The kernel takes the already-incremented step as a float tensor on the
+      // parameter's device, for the bias corrections.
+      batch.steps.push_back(
+          torch::full({}, static_cast<double>(adam.step()),
+                      torch::TensorOptions(torch::kFloat).device(param.device())));
+    }
+    const auto [beta1, beta2] = options.betas();
+    for (auto& [key, batch] : batches) {
+      at::_fused_adamw_(batch.params, batch.grads, batch.exp_avgs, batch.exp_avg_sqs,
+                        /*max_exp_avg_sqs=*/{}, batch.steps, options.lr(), beta1, beta2,
+                        options.weight_decay(), options.eps(), /*amsgrad=*/false,
+                        /*maximize=*/false);
+    }
+  }
+  return loss;
+}
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
                                                 const OptimConfig& cfg) {
@@ -57,7 +104,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decayed, options(cfg.weight_decay));
   groups.emplace_back(not_decayed, options(0.0));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), *options(cfg.weight_decay));
+  return std::make_unique<FusedAdamW>(std::move(groups), *options(cfg.weight_decay));
 }
 
 std::map<std::string, torch::Tensor> optimizer_state_tensors(const torch::optim::AdamW& optimizer,

@@ -16,9 +16,19 @@ namespace moelab {
 
 using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// Two parameter groups: tensors with dim >= 2 (matrices, embeddings, experts) get
-// cfg.weight_decay; vectors (norm gains) get none, as decaying them toward zero
-// only fights the normalisation.
+// LibTorch's AdamW, stepped by ATen's fused kernel (_fused_adamw_): one pass
+// over each parameter's memory instead of about ten element-wise ops. Same
+// update, state and checkpoint layout as torch::optim::AdamW (the step count
+// stays an integer in AdamWParamState); equal to it within float rounding.
+class FusedAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  torch::Tensor step(LossClosure closure = nullptr) override;
+};
+
+// A FusedAdamW with two parameter groups: tensors with dim >= 2 (matrices,
+// embeddings, experts) get cfg.weight_decay; vectors (norm gains) get none, as
+// decaying them toward zero only fights the normalisation.
 std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
                                                 const OptimConfig& cfg);
 

@@ -161,7 +161,7 @@ const BadCase kBadCases[] = {
      "[train]\nprecision = \"fp16\"\n",
      {},
      0,
-     "bad.toml:2:13: train.precision = \"fp16\": expected one of \"fp32\", \"bf16\""},
+     "bad.toml:2:13: train.precision = \"fp16\": expected one of \"auto\", \"fp32\", \"bf16\""},
     {"nan_value",
      "[optim]\nweight_decay = nan\n",
      {},

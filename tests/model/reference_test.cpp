@@ -53,8 +53,8 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
 
 std::string python() {
   const char* env = std::getenv("MOELAB_PYTHON");
-  // Debian's python3-torch lives under /usr/bin/python3, which a pyenv shim may hide.
-  return env ? env : "/usr/bin/python3";
+  // The interpreter whose torch wheel the build links (CMake's MOELAB_PYTHON).
+  return env ? env : MOELAB_TORCH_PYTHON;
 }
 
 void expect_matches_reference(const Config& cfg) {

@@ -107,8 +107,8 @@ TEST(MoeLosses, AuxAndZLossMatchHandComputation) {
   EXPECT_NEAR(out.z_loss.item<double>(), z, 1e-12);
   EXPECT_TRUE(torch::allclose(out.stats.load.to(torch::kDouble),
                               torch::tensor({0.25, 0.5, 0.25}, torch::kDouble)));
-  EXPECT_DOUBLE_EQ(out.stats.drop_fraction, 0.0);
-  EXPECT_NEAR(out.stats.router_entropy, entropy, 1e-12);
+  EXPECT_DOUBLE_EQ(out.stats.drop_fraction.item<double>(), 0.0);
+  EXPECT_NEAR(out.stats.router_entropy.item<double>(), entropy, 1e-12);
 }
 
 TEST(MoeLosses, GlobalStatisticsUseTheReducedLoad) {

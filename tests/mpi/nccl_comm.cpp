@@ -5,12 +5,10 @@
 #include <string>
 
 #include "comm/all_to_all_dispatcher.h"
+#include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "mpi_gtest_main.h"
 #include "util/error.h"
-#ifdef MOELAB_WITH_NCCL
-#include "comm/nccl_communicator.h"
-#endif
 
 namespace moelab {
 namespace {

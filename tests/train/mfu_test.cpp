@@ -44,7 +44,8 @@ TEST(Mfu, MoeCountsOnlyActiveExperts) {
 
 TEST(Mfu, MeasuredPeakIsPlausible) {
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    const double peak = matmul_peak_flops(dtype, 1, /*size=*/256, /*min_seconds=*/0.05);
+    const double peak =
+        matmul_peak_flops(dtype, 1, torch::kCPU, /*max_size=*/512, /*seconds_per_size=*/0.05);
     EXPECT_TRUE(std::isfinite(peak));
     // Even one slow core manages 0.1 GFLOP/s; nothing here reaches 100 TFLOP/s.
     EXPECT_GT(peak, 1e8);

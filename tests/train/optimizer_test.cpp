@@ -17,7 +17,8 @@ NamedParams make_params() {
 // A deterministic loss whose gradient changes with the step, so moments matter.
 void train_step(torch::optim::AdamW& optimizer, const NamedParams& params, int step) {
   optimizer.zero_grad();
-  const torch::Tensor x = torch::full({2, 4}, 0.1 * (step + 1));
+  const torch::Tensor x =
+      torch::full({2, 4}, 0.1 * (step + 1), torch::dtype(params[0].second.scalar_type()));
   const torch::Tensor y = torch::matmul(x, params[0].second) * params[1].second;
   (y.square().sum() + y.sum()).backward();
   optimizer.step();
@@ -56,6 +57,45 @@ TEST(Optimizer, DecaysMatricesOnly) {
   optimizer->step();
   EXPECT_TRUE(torch::allclose(params[0].second, matrix_before * (1 - 0.05 * 0.3)));
   EXPECT_TRUE(torch::equal(params[1].second, vector_before));
+}
+
+// The fused kernel against LibTorch's own AdamW, the reference: same groups,
+// same decay, same bias corrections, over steps whose gradients change.
+TEST(Optimizer, FusedStepMatchesLibTorchAdamW) {
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    NamedParams fused = make_params(), reference = clone_params(fused);
+    for (auto* params : {&fused, &reference}) {
+      for (auto& [name, p] : *params) p = p.detach().to(dtype).requires_grad_();
+    }
+    auto fused_optimizer = make_adamw(fused, test_config());
+    ASSERT_NE(dynamic_cast<FusedAdamW*>(fused_optimizer.get()), nullptr);
+    const OptimConfig cfg = test_config();
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(
+        std::vector<torch::Tensor>{reference[0].second},
+        std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(cfg.lr)
+                                                         .betas({cfg.beta1, cfg.beta2})
+                                                         .eps(cfg.eps)
+                                                         .weight_decay(cfg.weight_decay)));
+    groups.emplace_back(
+        std::vector<torch::Tensor>{reference[1].second},
+        std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(cfg.lr)
+                                                         .betas({cfg.beta1, cfg.beta2})
+                                                         .eps(cfg.eps)
+                                                         .weight_decay(0.0)));
+    torch::optim::AdamW reference_optimizer(std::move(groups));
+    for (int step = 0; step < 6; ++step) {
+      train_step(*fused_optimizer, fused, step);
+      train_step(reference_optimizer, reference, step);
+    }
+    const double tolerance = dtype == torch::kDouble ? 1e-12 : 1e-6;
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(fused[i].second, reference[i].second, tolerance, tolerance))
+          << fused[i].first << " " << c10::toString(dtype);
+    }
+    const auto state = optimizer_state_tensors(*fused_optimizer, fused);
+    EXPECT_EQ(state.at("optim/layer.weight/step").item<int64_t>(), 6);
+  }
 }
 
 TEST(Optimizer, ResumedStateContinuesIdentically) {

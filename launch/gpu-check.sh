@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The GPU check, on a machine with one or more NVIDIA GPUs and a CUDA PyTorch:
+#  1. builds moelab into build-gpu/ (or reuses it) against that PyTorch's LibTorch;
+#  2. runs the NCCL communicator tests (1 rank, and 2 ranks when 2 GPUs are visible);
+#  3. trains a short MoE on `cuda` and on the CPU, both fp32 (TF32 off, LibTorch's
+#     default), from the same seed and data, and checks that every logged training
+#     loss agrees to 1e-4 relative;
+#  4. runs bench_model on the GPU: tokens/s and MFU against the GPU's measured peak.
+#
+# Environment:
+#   MOELAB_PYTHON       python whose torch to build against (default: .venv, else python3)
+#   MOELAB_DEPS_PREFIX  a folder of Debian packages unpacked with dpkg -x (launch/gpu-deps.sh
+#                       makes one) for machines without MPI, HDF5, TOML++, spdlog, ...
+#   MOELAB_GPU_DATA     prepared dataset (default data/fortunes, made by launch/demo.sh)
+# Prints "gpu-check: PASS" or exits non-zero at the first failing part.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${MOELAB_BUILD_DIR:-$root/build-gpu}
+data=${MOELAB_GPU_DATA:-data/fortunes}
+python=${MOELAB_PYTHON:-}
+[ -n "$python" ] || { [ -x .venv/bin/python ] && python=$root/.venv/bin/python || python=$(command -v python3); }
+
+if [ -n "${MOELAB_DEPS_PREFIX:-}" ]; then
+  deps=$(cd "$MOELAB_DEPS_PREFIX" && pwd)
+  export PATH="$deps/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib/x86_64-linux-gnu/hdf5/serial:$deps/usr/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}"
+  export CMAKE_PREFIX_PATH="$deps/usr:${CMAKE_PREFIX_PATH:-}"
+  export CPATH="$deps/usr/include:$deps/usr/include/hdf5/serial:${CPATH:-}"
+  export OPAL_PREFIX="$deps/usr"  # a relocated Open MPI finds its helpers and help files here
+  export HDF5_ROOT="$deps/usr"
+  export MPI_HOME="$deps/usr/lib/x86_64-linux-gnu/openmpi"
+fi
+
+echo "== gpu-check: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -n 1), $(nvidia-smi -L | wc -l) GPU(s)"
+"$python" -c 'import torch; print("== torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
+
+echo "== build ($build)"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DMOELAB_PYTHON="$python" -DMOELAB_WITH_NCCL=ON -DMOELAB_BUILD_TESTS=ON
+cmake --build "$build" --parallel "$(nproc)" --target moelab bench_model nccl_comm
+
+echo "== NCCL communicator tests"
+mpi=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader)
+gpus=$(nvidia-smi -L | wc -l)
+"${mpi[@]}" -np 1 "$build/tests/nccl_comm"
+if [ "$gpus" -ge 2 ]; then "${mpi[@]}" -np 2 "$build/tests/nccl_comm"; fi
+
+echo "== CPU vs CUDA loss curves (fp32, MoE)"
+[ -f "$data/train/manifest.json" ] || { echo "gpu-check: no dataset at $data (run launch/demo.sh once, or set MOELAB_GPU_DATA)" >&2; exit 2; }
+out=$(mktemp -d)
+for device in cpu cuda; do
+  "$build/bin/moelab" train configs/moe-small.toml --set data.dir="$data" \
+    --set train.device=$device --set train.precision=fp32 --set train.max_steps=20 \
+    --set log.interval=1 --set eval.interval=0 --set log.progress=off \
+    --set train.out_dir="$out/$device" >"$out/$device.log" 2>&1 ||
+    { cat "$out/$device.log"; exit 1; }
+done
+"$python" - "$out/cpu/metrics.jsonl" "$out/cuda/metrics.jsonl" <<'PY'
+import json, sys
+cpu, gpu = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:])
+worst = max(abs(a - b) / abs(a) for a, b in zip(cpu, gpu))
+print(f"steps {len(cpu)}  first loss cpu {cpu[0]:.6f} cuda {gpu[0]:.6f}  last cpu {cpu[-1]:.6f} cuda {gpu[-1]:.6f}  worst relative difference {worst:.2e}")
+sys.exit(0 if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else "gpu-check: CPU and CUDA curves differ by more than 1e-4")
+PY
+
+echo "== bench_model on the GPU"
+"$build/bin/bench_model" 10 1 cuda
+echo "gpu-check: PASS"
