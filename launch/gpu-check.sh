@@ -67,5 +67,5 @@ sys.exit(0 if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else "gpu-check: CPU 
 PY
 
 echo "== bench_model on the GPU"
-"$build/bin/bench_model" 10 1 cuda
+"$build/bin/bench_model" --steps 10 --threads 1 --device cuda
 echo "gpu-check: PASS"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# moelab against the plain PyTorch peer (../shared/peers/torch_moe_peer.py), side by
+# side in one run: the same torch build (the project's .venv, whose LibTorch moelab
+# links), the same threads and the same shapes (d 256, 4 layers, vocab 4096, seq 256,
+# batch 16, untied head; dense d_ff 1024, MoE 4 x 512 top-2, fine-grained MoE
+# 64 x 64 top-8), in fp32 and in moelab's auto precision (bf16 where the CPU has native
+# bf16 matmul, when the peer runs under bf16 autocast; else fp32 for both). Both time
+# whole training steps: forward, loss, backward, AdamW.
+#
+# Usage: bench/peers.sh [steps=8] [threads=2]    PEERS_COMPILE=0 skips the compiled peer.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+steps=${1:-8}
+threads=${2:-2}
+bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
+python=${MOELAB_PYTHON:-$root/.venv/bin/python}
+peer=${MOELAB_PEER:-$root/../shared/peers/torch_moe_peer.py}
+for f in "$bench" "$python" "$peer"; do
+  [ -e "$f" ] || { echo "peers.sh: $f not found (launch/build.sh builds, MOELAB_PEER names the peer)" >&2; exit 2; }
+done
+export OMP_NUM_THREADS=$threads
+
+tokens_per_s() { sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p; s/.*tokens\/s=\([0-9][0-9]*\).*/\1/p' | head -n 1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+header=$("$bench" --steps 1 --threads "$threads" --experts 0 --ffn 64 --precision fp32 | head -n 2)
+echo "$header"
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+auto_bf16=0
+grep -q "precision auto -> bf16" <<<"$header" && auto_bf16=1
+
+printf '\n%-22s %-9s %10s %10s %7s %12s %7s\n' shape precision moelab peer ratio peer-compile ratio
+for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
+  IFS=: read -r name experts topk ffn <<<"$shape"
+  for precision in fp32 auto; do
+    peer_flags=(--experts "$experts" --topk "$topk" --ffn "$ffn" --threads "$threads" --steps "$steps")
+    [ "$precision" = auto ] && [ "$auto_bf16" = 1 ] && peer_flags+=(--bf16)
+    ours=$("$bench" --steps "$steps" --threads "$threads" --experts "$experts" --top-k "$topk" \
+      --ffn "$ffn" --precision "$precision" | tokens_per_s)
+    eager=$("$python" "$peer" "${peer_flags[@]}" | tokens_per_s)
+    compiled=0
+    if [ "${PEERS_COMPILE:-1}" = 1 ]; then
+      compiled=$("$python" "$peer" "${peer_flags[@]}" --compile 2>/dev/null | tokens_per_s || echo 0)
+    fi
+    what="$name ${experts}x${ffn} top${topk}"
+    [ "$experts" = 0 ] && what="$name ff${ffn}"
+    label="$precision"
+    [ "$precision" = auto ] && label="auto:$([ "$auto_bf16" = 1 ] && echo bf16 || echo fp32)"
+    printf '%-22s %-9s %10s %10s %7s %12s %7s\n' "$what" "$label" \
+      "$ours" "$eager" "$(ratio "$ours" "$eager")" "${compiled:-0}" "$(ratio "$ours" "${compiled:-0}")"
+  done
+done
