@@ -22,7 +22,11 @@ if(NOT Torch_DIR)
                         "Run launch/install-deps.sh, or pass -DMOELAB_PYTHON=/path/to/python "
                         "of an environment that has torch 2.x.")
   endif()
-  list(APPEND CMAKE_PREFIX_PATH ${_torch_prefix})
+  # The wheel's torch/ folder too: TorchConfig finds c10 and friends with
+  # find_library, which would otherwise take a system LibTorch's (e.g. Debian's
+  # libtorch-dev, 1.13) before the wheel's own.
+  get_filename_component(_torch_root ${_torch_prefix}/../.. ABSOLUTE)
+  list(PREPEND CMAKE_PREFIX_PATH ${_torch_root} ${_torch_prefix})
 endif()
 
 # Torch's CMake config looks for the CUDA toolkit (headers, nvcc) itself when the

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/bpe_encoder.h"
+#include "data/spm_model.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -86,15 +88,16 @@ void write_file(const std::string& path, const std::string& bytes) {
   if (!out) throw InputError(path + ": cannot write temporary file");
 }
 
-// One document per line: the tools are line based.
+// A document as one line: the tools are line based.
+std::string as_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
 std::string one_per_line(const std::vector<std::string>& texts) {
   std::string lines;
-  for (const auto& text : texts) {
-    std::string line = text;
-    std::replace(line.begin(), line.end(), '\n', ' ');
-    std::replace(line.begin(), line.end(), '\r', ' ');
-    lines += line + "\n";
-  }
+  for (const auto& text : texts) lines += as_line(text) + "\n";
   return lines;
 }
 
@@ -125,32 +128,16 @@ std::string train_tokenizer(const std::vector<std::string>& documents,
 
 Tokenizer::Tokenizer(const std::string& serialized_model, const std::string& origin)
     : serialized_(serialized_model), origin_(origin) {
-  TempFile model;
-  model_path_ = model.path() + ".model";
+  const SpmModel model = parse_spm_model(serialized_, origin);
+  vocab_size_ = static_cast<int64_t>(model.pieces.size());
+  for (size_t id = 0; id < model.pieces.size(); ++id) {
+    if (model.pieces[id].text == "</s>") eos_id_ = static_cast<int64_t>(id);
+  }
+  if (eos_id_ < 0) throw InputError(origin + ": tokenizer has no EOS piece </s>");
+  encoder_ = std::make_shared<const BpeEncoder>(model, origin);
+  TempFile file;
+  model_path_ = file.path() + ".model";
   write_file(model_path_, serialized_);
-  TempFile vocab;
-  try {
-    run_tool("spm_export_vocab --model=" + shell_quoted(model_path_) +
-                 " --output=" + shell_quoted(vocab.path()),
-             origin + ": reading the SentencePiece model");
-  } catch (const InputError&) {
-    fs::remove(model_path_);
-    throw InputError(origin + ": not a SentencePiece model");
-  }
-  std::ifstream pieces(vocab.path());
-  std::string line;
-  while (std::getline(pieces, line)) {
-    if (line.substr(0, line.find('\t')) == "</s>") eos_id_ = vocab_size_;
-    ++vocab_size_;
-  }
-  if (vocab_size_ == 0) {
-    fs::remove(model_path_);
-    throw InputError(origin + ": not a SentencePiece model");
-  }
-  if (eos_id_ < 0) {
-    fs::remove(model_path_);
-    throw InputError(origin + ": tokenizer has no EOS piece </s>");
-  }
 }
 
 Tokenizer::~Tokenizer() {
@@ -170,26 +157,12 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 std::vector<std::vector<uint32_t>> Tokenizer::encode_documents(
     const std::vector<std::string>& texts) const {
   std::vector<std::vector<uint32_t>> encoded;
-  if (texts.empty()) return encoded;
-  TempFile input;
-  TempFile output;
-  write_file(input.path(), one_per_line(texts));
-  run_tool("spm_encode --model=" + shell_quoted(model_path_) + " --output_format=id < " +
-               shell_quoted(input.path()) + " > " + shell_quoted(output.path()),
-           origin_ + ": encoding");
-  std::ifstream ids(output.path());
-  std::string line;
-  while (std::getline(ids, line)) {
-    std::istringstream numbers(line);
-    std::vector<uint32_t> tokens;
-    uint32_t id = 0;
-    while (numbers >> id) tokens.push_back(id);
+  encoded.reserve(texts.size());
+  BpeEncoder::WordCache words;
+  for (const auto& text : texts) {
+    std::vector<uint32_t> tokens = encoder_->encode(as_line(text), words);
     tokens.push_back(static_cast<uint32_t>(eos_id_));
     encoded.push_back(std::move(tokens));
-  }
-  if (encoded.size() != texts.size()) {
-    throw InputError(origin_ + ": spm_encode returned " + std::to_string(encoded.size()) +
-                     " lines for " + std::to_string(texts.size()) + " documents");
   }
   return encoded;
 }
@@ -198,7 +171,10 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   TempFile input;
   TempFile output;
   std::string line;
-  for (int id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+  for (int id : ids) {
+    if (!line.empty()) line += ' ';
+    line += std::to_string(id);
+  }
   write_file(input.path(), line + "\n");
   run_tool("spm_decode --model=" + shell_quoted(model_path_) + " --input_format=id < " +
                shell_quoted(input.path()) + " > " + shell_quoted(output.path()),

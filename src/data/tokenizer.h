@@ -1,18 +1,22 @@
 // SentencePiece BPE tokenizer: trained from a sample of documents or loaded
 // from an existing .model file. Every encoded document ends with EOS.
 //
-// Why subprocesses: Debian's libsentencepiece bundles its own protobuf-lite
-// (3.14) and exports its symbols, while LibTorch loads libprotobuf 3.21; in one
-// process the two collide (version check failure or a crash at start-up). So
-// the SentencePiece command-line tools (package `sentencepiece`) do the work,
-// on whole batches of documents through temporary files.
+// Encoding is native (bpe_encoder.h: the same ids as spm_encode, several times
+// faster, in-process). Training and decoding run SentencePiece's command-line
+// tools (package `sentencepiece`) on temporary files: Debian's libsentencepiece
+// bundles its own protobuf-lite (3.14) and exports its symbols, which collide
+// with LibTorch's protobuf in one process (version check failure or a crash at
+// start-up).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace moelab {
+
+class BpeEncoder;
 
 struct TokenizerTrainOptions {
   int64_t vocab_size = 4096;
@@ -46,6 +50,7 @@ class Tokenizer {
   std::string serialized_;
   std::string origin_;
   std::string model_path_;  // private temporary copy the tools read
+  std::shared_ptr<const BpeEncoder> encoder_;
   int64_t vocab_size_ = 0;
   int64_t eos_id_ = -1;
 };

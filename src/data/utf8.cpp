@@ -10,8 +10,9 @@ bool is_continuation(uint8_t byte) {
   return (byte & 0xC0) == 0x80;
 }
 
-// Length of the valid sequence starting at text[i], or 0 if it is invalid.
-size_t valid_sequence_length(std::string_view text, size_t i) {
+}  // namespace
+
+size_t utf8_sequence_length(std::string_view text, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[i + k]); };
   const uint8_t lead = byte(0);
   if (lead < 0x80) return 1;
@@ -37,12 +38,10 @@ size_t valid_sequence_length(std::string_view text, size_t i) {
   return length;
 }
 
-}  // namespace
-
 bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
   size_t i = 0;
   while (i < text.size()) {
-    const size_t length = valid_sequence_length(text, i);
+    const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       if (bad_offset) *bad_offset = i;
       return false;

@@ -12,4 +12,8 @@ namespace moelab {
 // offset of the first invalid sequence.
 bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
 
+// Length of the valid UTF-8 sequence starting at text[i] (1 to 4), or 0 when
+// the bytes there are not one.
+size_t utf8_sequence_length(std::string_view text, size_t i);
+
 }  // namespace moelab
