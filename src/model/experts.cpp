@@ -19,14 +19,14 @@ torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
                            std::to_string(dispatched.counts.size()) + " groups for " +
                            std::to_string(experts_.size()) + " local experts");
   }
+  // One split, not a narrow per expert: the backward of each narrow would
+  // materialise a zero gradient the size of all the tokens (E of them a layer),
+  // where split's backward concatenates the experts' gradients once.
+  const std::vector<torch::Tensor> inputs =
+      dispatched.tokens.split_with_sizes(dispatched.counts, 0);
   std::vector<torch::Tensor> outputs;
   outputs.reserve(experts_.size());
-  int64_t offset = 0;
-  for (size_t e = 0; e < experts_.size(); ++e) {
-    const int64_t rows = dispatched.counts[e];
-    outputs.push_back(experts_[e]->forward(dispatched.tokens.narrow(0, offset, rows)));
-    offset += rows;
-  }
+  for (size_t e = 0; e < experts_.size(); ++e) outputs.push_back(experts_[e]->forward(inputs[e]));
   return torch::cat(outputs, 0);
 }
 
