@@ -3,15 +3,34 @@
 // every rank, so no rank is left waiting in a collective.
 #include <spdlog/spdlog.h>
 
+#include <optional>
+#include <string_view>
+
 #include "cli/commands.h"
 #include "util/allocator.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/mpi_session.h"
 
+namespace {
+// `study` and `report` start jobs (mpirun, sbatch) and `params` only counts:
+// none of them is ever a rank, and a process that initialised MPI would hand
+// its launch variables down to every job it starts.
+bool runs_as_rank(int argc, char** argv) {
+  if (argc < 2) return true;
+  const std::string_view command = argv[1];
+  return command != "study" && command != "report" && command != "params";
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   moelab::keep_freed_memory();
-  moelab::MpiSession mpi(&argc, &argv);
+  std::optional<moelab::MpiSession> mpi;
+  if (runs_as_rank(argc, argv)) {
+    mpi.emplace(&argc, &argv);
+  } else {
+    moelab::forget_mpi_launch();
+  }
   moelab::init_logging(moelab::MpiSession::rank());
 
   CLI::App app{"moelab: train and compare dense and mixture-of-experts language models"};

@@ -31,6 +31,13 @@ struct StudyOptions {
   std::string time;
 };
 
+int64_t expert_parallel_size(const StudyPlan& plan, const std::string& variant) {
+  for (const auto& run : plan.runs) {
+    if (run.variant == variant) return run.cfg.parallel.ep;
+  }
+  return 1;
+}
+
 void print_plan(const StudyPlan& plan) {
   std::cout << fmt::format("study '{}': {} variants x {} seeds = {} runs in {}\n\n", plan.name,
                            plan.variants.size(), plan.seeds.size(), plan.runs.size(),
@@ -53,6 +60,11 @@ void print_plan(const StudyPlan& plan) {
         "(mismatch {:+.3f}%)",
         v.name, v.match->knob, v.match->target, v.match->variant, v.match->target_params,
         v.match->dense_total, 100.0 * v.match->mismatch);
+    const int64_t ep = expert_parallel_size(plan, v.match->variant);
+    if (ep > 1) {
+      std::cout << fmt::format("; parallel.ep = {} of '{}' dropped: all {} ranks data parallel", ep,
+                               v.match->variant, plan.ranks);
+    }
   }
   std::cout << "\n";
 }

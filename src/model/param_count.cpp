@@ -68,6 +68,9 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
   const int64_t goal = target == "active" ? moe_counts.active : moe_counts.total;
   Config base = moe_cfg;
   base.moe.enabled = false;
+  // A dense model has no experts to spread: the MoE's expert-parallel ranks
+  // all become data parallel, so the match runs at the same rank count.
+  base.parallel.ep = 1;
 
   if (knob == "d_ff") {
     // total is linear in d_ff: solve, then check the integers on either side.

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "study/train_command.h"
+#include "util/mpi_session.h"
 
 extern char** environ;
 
@@ -26,21 +28,16 @@ struct Running {
   Clock::time_point started;
 };
 
-bool starts_with(const char* s, const char* prefix) {
-  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
-}
-
-// The parent's environment with OMP_NUM_THREADS set for the child, less the
-// variables this process's own MPI (a singleton world) exported: a child
-// mpirun that sees them exits at once with status 1 and no message.
+// The parent's environment with OMP_NUM_THREADS set for the child, less any
+// MPI launch variables (see forget_mpi_launch): a child mpirun that sees a
+// singleton's variables exits at once with status 1 and no message.
 std::vector<std::string> child_environment(int64_t threads) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
-    if (starts_with(*e, "OMP_NUM_THREADS=") || starts_with(*e, "OMPI_") ||
-        starts_with(*e, "PMIX_") || starts_with(*e, "OPAL_") || starts_with(*e, "ORTE_")) {
-      continue;
-    }
-    env.emplace_back(*e);
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (name == "OMP_NUM_THREADS" || is_mpi_launch_variable(name)) continue;
+    env.emplace_back(entry);
   }
   env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
   return env;

@@ -31,11 +31,58 @@ std::vector<std::string> placement_options(const SlurmSpec& s) {
   return opts;
 }
 
+std::string slurm_key(const std::string& key, int64_t value) {
+  return "[slurm] " + key + " = " + std::to_string(value);
+}
+
+// InputError unless the runs fit the requested nodes. On GPU nodes one rank
+// drives one GPU: nodes x gpus_per_node ranks, each on the GPU of its
+// node-local rank (comm/cuda_device.h), talking over NCCL.
+void check_layout(const StudyPlan& plan, const SlurmSpec& s) {
+  const std::string where = plan.source + ": ";
+  const std::string ranks = "study.ranks = " + std::to_string(plan.ranks);
+  const int64_t per_node = s.gpus_per_node > 0 ? s.gpus_per_node : s.ntasks_per_node;
+  if (s.gpus_per_node > 0 && s.ntasks_per_node > 0 && s.ntasks_per_node != s.gpus_per_node) {
+    throw InputError(where + slurm_key("ntasks_per_node", s.ntasks_per_node) + " differs from " +
+                     slurm_key("gpus_per_node", s.gpus_per_node) +
+                     ": one rank drives one GPU (leave ntasks_per_node at 0)");
+  }
+  if (per_node > 0 && plan.ranks != s.nodes * per_node) {
+    throw InputError(where + ranks + " is not " + slurm_key("nodes", s.nodes) + " x " +
+                     (s.gpus_per_node > 0 ? "gpus_per_node = " : "ntasks_per_node = ") +
+                     std::to_string(per_node) + " (" + std::to_string(s.nodes * per_node) +
+                     " ranks)");
+  }
+  if (per_node == 0 && plan.ranks < s.nodes) {
+    throw InputError(where + ranks + " cannot fill " + slurm_key("nodes", s.nodes));
+  }
+  for (const auto& run : plan.runs) {
+    const std::string variant = "variant '" + run.variant + "'";
+    const bool cuda = run.cfg.train.device == "cuda";
+    if (s.gpus_per_node > 0 && !cuda) {
+      throw InputError(where + variant + " trains on train.device = \"" + run.cfg.train.device +
+                       "\" but " + slurm_key("gpus_per_node", s.gpus_per_node) +
+                       " asks for GPUs: set \"train.device\" = \"cuda\" in [study.set]");
+    }
+    if (s.gpus_per_node == 0 && cuda) {
+      throw InputError(where + variant +
+                       " trains on train.device = \"cuda\" but [slurm] gpus_per_node is 0: "
+                       "the job would get no GPU");
+    }
+    if (cuda && run.cfg.parallel.backend == "mpi") {
+      throw InputError(where + variant +
+                       " sets parallel.backend = \"mpi\" on GPU nodes: the all-to-all and "
+                       "gradient all-reduce must run over NCCL (\"auto\" or \"nccl\")");
+    }
+  }
+}
+
 // The resources of one training run: its ranks, threads per rank and GPUs.
 std::vector<std::string> layout_options(const StudyPlan& plan, const SlurmSpec& s) {
   std::vector<std::string> opts = {"--nodes=" + std::to_string(s.nodes)};
-  if (s.ntasks_per_node > 0) {
-    opts.push_back("--ntasks-per-node=" + std::to_string(s.ntasks_per_node));
+  const int64_t per_node = s.gpus_per_node > 0 ? s.gpus_per_node : s.ntasks_per_node;
+  if (per_node > 0) {
+    opts.push_back("--ntasks-per-node=" + std::to_string(per_node));
   } else {
     opts.push_back("--ntasks=" + std::to_string(plan.ranks));
   }
@@ -118,6 +165,7 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
   const std::string report_template = template_dir + "/study-report.sbatch.in";
   const std::string variant_text = read_text_file(variant_template, "sbatch template");
   const std::string report_text = read_text_file(report_template, "sbatch template");
+  check_layout(plan, slurm);
   const std::string slurm_dir = plan.out_root + "/slurm";
   std::vector<std::string> run_options = layout_options(plan, slurm);
   const auto placement = placement_options(slurm);

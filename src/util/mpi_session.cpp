@@ -3,6 +3,10 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
+
+extern char** environ;
 
 namespace moelab {
 namespace {
@@ -44,6 +48,24 @@ int MpiSession::size() {
 void MpiSession::abort(int exit_code) {
   if (mpi_ready() && size() > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);
+}
+
+bool is_mpi_launch_variable(std::string_view name) {
+  auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
+  if (starts("PMIX_") || starts("ORTE_")) return true;
+  if (!starts("OMPI_")) return false;
+  if (!starts("OMPI_MCA_")) return true;
+  return starts("OMPI_MCA_ess") || starts("OMPI_MCA_orte_") || starts("OMPI_MCA_pmix");
+}
+
+void forget_mpi_launch() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (is_mpi_launch_variable(name)) names.emplace_back(name);
+  }
+  for (const auto& n : names) unsetenv(n.c_str());
 }
 
 }  // namespace moelab

@@ -9,6 +9,8 @@
 # SLURM_CLUSTER_CPUS and SLURM_CLUSTER_GPUS (default: this machine's cores, no
 # GPUs) declare a bigger node than the machine has, so that `sbatch --test-only`
 # can check scripts written for GPU nodes; jobs that need them never start.
+# SLURM_CLUSTER_NODES (default 1) adds further nodes like the first, each with
+# its own slurmd on this machine (`slurmd -N`), so multi-node jobs really run.
 #
 # Daemons are stopped by the process ids recorded at start, never by name, so
 # other Slurm or munge processes on the machine are left alone.
@@ -44,7 +46,7 @@ free_port() {  # a TCP port nobody listens on
 }
 
 start() {
-  mkdir -p "$dir"/{munge,state,spool}
+  mkdir -p "$dir"/{munge,state}
   # munged refuses a socket folder whose parents are not world-executable.
   chmod 755 "$dir" "$dir/munge"
   local sock="$dir/munge/sock"
@@ -60,14 +62,22 @@ start() {
   wait_for munged test -S "$sock"
 
   local host cpus=${SLURM_CLUSTER_CPUS:-$(nproc)} gpus=${SLURM_CLUSTER_GPUS:-0} gres=""
+  local nodes=${SLURM_CLUSTER_NODES:-1} more_nodes="" names
   host=$(hostname -s)
+  names=$host
+  for ((i = 2; i <= nodes; i++)); do
+    more_nodes+="NodeName=${host}n$i NodeAddr=127.0.0.1 Port=$(free_port) CPUs=$cpus RealMemory=1000"
+    ((gpus > 0)) && more_nodes+=" Gres=gpu:$gpus"
+    more_nodes+=$' State=UNKNOWN\n'
+    names+=" ${host}n$i"
+  done
   if (( gpus > 0 )); then
     # Slurm wants a character device per GPU: null devices stand in for them.
     gres="Gres=gpu:$gpus"
     for ((i = 0; i < gpus; i++)); do
       [[ -c $dir/gpu$i ]] || mknod "$dir/gpu$i" c 1 3
     done
-    echo "NodeName=$host Name=gpu File=$dir/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
+    echo "NodeName=${names// /,} Name=gpu File=$dir/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
   fi
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=moelabtest
@@ -80,11 +90,11 @@ CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool-%n
 SlurmctldPidFile=$dir/slurmctld.pidfile
-SlurmdPidFile=$dir/slurmd.pidfile
+SlurmdPidFile=$dir/slurmd-%n.pidfile
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
+SlurmdLogFile=$dir/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -98,13 +108,17 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 GresTypes=gpu
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 $gres State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+${more_nodes}PartitionName=debug Nodes=${names// /,} Default=YES MaxTime=INFINITE State=UP
 CONF
   export SLURM_CONF="$dir/slurm.conf"
   start_daemon slurmctld slurmctld -D -i -f "$SLURM_CONF"
   wait_for slurmctld scontrol ping
-  start_daemon slurmd slurmd -D -f "$SLURM_CONF"
-  wait_for "slurmd (node idle)" bash -c "sinfo -h -o %T | grep -q idle"
+  local node
+  for node in $names; do
+    mkdir -p "$dir/spool-$node"
+    start_daemon "slurmd-$node" slurmd -D -N "$node" -f "$SLURM_CONF"
+  done
+  wait_for "slurmd (every node idle)" bash -c "[[ \$(sinfo -h -N -t idle -o %N | wc -l) == $nodes ]]"
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 
@@ -117,14 +131,14 @@ stop() {
       sleep 0.1
     done
   fi
-  local name pid
-  for name in slurmd slurmctld munged; do
-    [[ -f $dir/$name.pid ]] || continue
-    pid=$(cat "$dir/$name.pid")
+  local pidfile pid
+  for pidfile in "$dir"/slurmd-*.pid "$dir/slurmctld.pid" "$dir/munged.pid"; do
+    [[ -f $pidfile ]] || continue
+    pid=$(cat "$pidfile")
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/$name.pid"
+    rm -f "$pidfile"
   done
 }
 

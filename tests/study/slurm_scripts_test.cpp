@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
+#include <vector>
 
 #include "study/slurm_scripts.h"
 #include "study/study_plan.h"
@@ -88,6 +90,65 @@ TEST_F(SlurmScriptsTest, ArrayTaskSkipsAFinishedRun) {
       "SLURM_ARRAY_TASK_ID=1 bash " + scripts[0].path + " > " + (dir / "task.out") + " 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << read_file(dir / "task.out");
   EXPECT_NE(read_file(dir / "task.out").find("seed7 is already done"), std::string::npos);
+}
+
+// GPU nodes: one rank per GPU, so the study's ranks are nodes x gpus_per_node.
+class GpuSlurmScriptsTest : public ::testing::Test {
+ protected:
+  // Writes the study with `ranks`, `device`, the [slurm] table and `base_extra`
+  // appended to the base config; returns the
+  // moe script's text, or the InputError's message prefixed with "error: ".
+  std::string moe_script(int ranks, const std::string& device, const std::string& slurm,
+                         const std::string& base_extra = "") {
+    write_file(dir / "base.toml", testing::tiny_base_config("/data/tiny") + base_extra);
+    std::string study =
+        testing::tiny_study(dir / "out", "[0]", "ranks = " + std::to_string(ranks) + "\n");
+    study.replace(study.find("\"train.max_steps\" = 10"), 22,
+                  "\"train.max_steps\" = 10\n\"train.device\" = \"" + device + "\"");
+    write_file(dir / "study.toml", study + "[slurm]\n" + slurm);
+    const StudySpec spec = load_study(dir / "study.toml");
+    try {
+      const auto scripts =
+          write_slurm_scripts(plan_study(spec), spec.slurm, MOELAB_SOURCE_DIR "/slurm", "moelab");
+      return read_file(scripts[0].path);
+    } catch (const InputError& e) {
+      return std::string("error: ") + e.what();
+    }
+  }
+  TempDir dir;
+};
+
+TEST_F(GpuSlurmScriptsTest, OneRankPerGpuAcrossNodes) {
+  const std::string script = moe_script(4, "cuda", "nodes = 2\ngpus_per_node = 2\n");
+  for (const char* line :
+       {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=2", "#SBATCH --gpus-per-node=2"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
+  }
+  EXPECT_EQ(script.find("--ntasks="), std::string::npos) << script;
+}
+
+TEST_F(GpuSlurmScriptsTest, MismatchedLayoutsAreRefusedByName) {
+  const std::vector<std::tuple<int, std::string, std::string, std::string>> cases = {
+      {4, "cuda", "nodes = 2\ngpus_per_node = 4\n",
+       "study.ranks = 4 is not [slurm] nodes = 2 x gpus_per_node = 4 (8 ranks)"},
+      {4, "cuda", "gpus_per_node = 4\nntasks_per_node = 2\n",
+       "[slurm] ntasks_per_node = 2 differs from [slurm] gpus_per_node = 4"},
+      {4, "cpu", "gpus_per_node = 4\n", "train.device = \"cpu\" but [slurm] gpus_per_node = 4"},
+      {4, "cuda", "", "train.device = \"cuda\" but [slurm] gpus_per_node is 0"},
+      {4, "cpu", "nodes = 2\nntasks_per_node = 4\n",
+       "study.ranks = 4 is not [slurm] nodes = 2 x ntasks_per_node = 4 (8 ranks)"},
+  };
+  for (const auto& [ranks, device, slurm, message] : cases) {
+    const std::string out = moe_script(ranks, device, slurm);
+    EXPECT_NE(out.find("error: "), std::string::npos) << slurm << out;
+    EXPECT_NE(out.find(message), std::string::npos) << slurm << out;
+  }
+}
+
+TEST_F(GpuSlurmScriptsTest, MpiBackendOnGpusIsRefused) {
+  const std::string out =
+      moe_script(2, "cuda", "gpus_per_node = 2\n", "\n[parallel]\nbackend = \"mpi\"\n");
+  EXPECT_NE(out.find("parallel.backend = \"mpi\" on GPU nodes"), std::string::npos) << out;
 }
 
 }  // namespace

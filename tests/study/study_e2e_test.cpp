@@ -1,7 +1,7 @@
 // End to end with the real binary on a tiny generated dataset: `moelab study
 // run` locally, `moelab report` on a study with a run missing, and (when
-// MOELAB_SLURM_TEST=1, as the `slurm` ctest sets it) `moelab study submit` on a
-// private single-node Slurm cluster started by slurm_cluster.sh.
+// Slurm is installed) `moelab study submit` on a private single-node Slurm
+// cluster started by slurm_cluster.sh.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "study_test_util.h"
 
@@ -75,12 +78,17 @@ class StudyEndToEnd : public ::testing::Test {
   }
   void SetUp() override { ASSERT_EQ(prep_status_, 0) << prep_output_; }
 
-  // A 3-variant x 2-seed study in <root>/<name>/ writing runs to <root>/<name>/out.
-  std::string write_study(const std::string& name) {
+  // A 3-variant x 2-seed study in <root>/<name>/ writing runs to <root>/<name>/out:
+  // two ranks per run, the MoE's experts spread over both (parallel.ep = 2),
+  // two runs at a time; `tables` is appended (e.g. a [slurm] table).
+  std::string write_study(const std::string& name, const std::string& tables = "") {
     const std::string dir = root_ + "/" + name;
+    std::string study =
+        testing::tiny_study(dir + "/out", "[0, 1]", "ranks = 2\nparallel_runs = 2\n");
+    const std::string d_expert = "\"moe.d_expert\" = 32";
+    study.replace(study.find(d_expert), d_expert.size(), d_expert + ", \"parallel.ep\" = 2");
     write_file(dir + "/base.toml", testing::tiny_base_config(root_ + "/data"));
-    write_file(dir + "/study.toml",
-               testing::tiny_study(dir + "/out", "[0, 1]", "parallel_runs = 2\n"));
+    write_file(dir + "/study.toml", study + tables);
     return dir;
   }
 
@@ -107,6 +115,9 @@ TEST_F(StudyEndToEnd, LocalRunThenReportWithARunMissing) {
   std::string out;
   ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study plan " + dir + "/study.toml", &out), 0) << out;
   EXPECT_NE(out.find("dense_active: dense, d_ff matched to the active parameters of 'moe'"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("parallel.ep = 2 of 'moe' dropped: all 2 ranks data parallel"),
             std::string::npos)
       << out;
   EXPECT_FALSE(fs::exists(dir + "/out")) << "plan must not write anything";
@@ -146,19 +157,46 @@ TEST_F(StudyEndToEnd, ChangedStudyInTheSameOutRootIsRefused) {
   EXPECT_NE(out.find("already holds a different study ('other'"), std::string::npos) << out;
 }
 
-// Starts the private cluster in SetUp and always stops it in TearDown.
+bool on_path(const std::string& program) {
+  return run("command -v " + program + " >/dev/null") == 0;
+}
+
+// The first line of a run's slurm.log ("[2026-12-04T05:53:44Z] job ...") and
+// its DONE file's time: when the run started and finished, in seconds.
+std::pair<double, double> run_interval(const std::string& run_dir) {
+  const std::string log = read_file(run_dir + "/slurm.log");
+  std::tm tm{};
+  strptime(log.substr(1, 20).c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const double start = double(timegm(&tm));
+  const auto done = fs::last_write_time(run_dir + "/DONE");
+  const double end =
+      std::chrono::duration<double>(std::chrono::file_clock::to_sys(done).time_since_epoch())
+          .count();
+  return {start, end};
+}
+
+// Starts the private cluster in SetUp and always stops it in TearDown: two
+// nodes (two slurmd on this machine) that each declare 8 CPUs and 4 GPUs, more
+// than the machine has (the runs are tiny and CPU-only), so several 2-rank runs
+// share a node at once, as on a cluster that packs small jobs.
 class SlurmCluster : public StudyEndToEnd {
  protected:
   void SetUp() override {
-    const char* wanted = std::getenv("MOELAB_SLURM_TEST");
-    if (!wanted || std::string(wanted) != "1") {
-      GTEST_SKIP() << "set MOELAB_SLURM_TEST=1 (the `slurm` ctest label does) to run";
+    for (const char* program : {"sbatch", "slurmctld", "slurmd", "munged"}) {
+      if (!on_path(program)) {
+        GTEST_SKIP() << program << " is not installed (launch/install-deps.sh installs Slurm)";
+      }
     }
     StudyEndToEnd::SetUp();
     cluster_ = root_ + "/c";
     std::string out;
     started_ = true;
-    ASSERT_EQ(run(script_ + " start " + cluster_, &out), 0) << out;
+    ASSERT_EQ(run("SLURM_CLUSTER_NODES=2 SLURM_CLUSTER_CPUS=8 SLURM_CLUSTER_GPUS=4 " + script_ +
+                      " start " + cluster_,
+                  &out),
+              0)
+        << out;
+    run("hostname -s | tr -d '\\n'", &host_);
     setenv("SLURM_CONF", (cluster_ + "/slurm.conf").c_str(), 1);
   }
   void TearDown() override {
@@ -167,43 +205,110 @@ class SlurmCluster : public StudyEndToEnd {
     EXPECT_EQ(run(script_ + " stop " + cluster_, &out), 0) << out;
     unsetenv("SLURM_CONF");
   }
+
+  // Submits a study; returns its report job's id.
+  std::string submit(const std::string& dir) {
+    std::string out;
+    EXPECT_EQ(run(std::string(MOELAB_BINARY) + " study submit " + dir + "/study.toml", &out), 0)
+        << out;
+    const auto at = out.find("report job ");
+    if (at == std::string::npos) {
+      ADD_FAILURE() << out;
+      return "";
+    }
+    return out.substr(at + 11, out.find(' ', at + 11) - at - 11);
+  }
+
+  // Polls (bounded) until the job has left the queue; returns its final state.
+  std::string wait_for(const std::string& job) {
+    std::string state;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      state.clear();
+      run("scontrol show job " + job + " | grep -o 'JobState=[A-Z_]*'", &state);
+      if (state.find("PENDING") == std::string::npos &&
+          state.find("RUNNING") == std::string::npos &&
+          state.find("JobState=") != std::string::npos) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    return state;
+  }
+
   const std::string script_ = MOELAB_SOURCE_DIR "/tests/study/slurm_cluster.sh";
   std::string cluster_;
+  std::string host_;  // the first node's name
   bool started_ = false;
 };
 
-TEST_F(SlurmCluster, SubmittedStudyFinishesWithAReport) {
-  const std::string dir = write_study("slurm");
-  std::string out;
-  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study submit " + dir + "/study.toml", &out), 0)
-      << out;
-  const auto at = out.find("report job ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string report_job = out.substr(at + 11, out.find(' ', at + 11) - at - 11);
-
-  // Bounded poll: the six tiny runs take seconds each on two CPUs.
-  std::string state;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    state.clear();
-    run("scontrol show job " + report_job + " | grep -o 'JobState=[A-Z_]*'", &state);
-    if (state.find("PENDING") == std::string::npos && state.find("RUNNING") == std::string::npos &&
-        state.find("JobState=") != std::string::npos) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+// Two studies (one per launcher) submitted at once: their 2-rank array tasks
+// run side by side on the one node, the MoE with its experts over both ranks
+// and the matched dense models data parallel.
+TEST_F(SlurmCluster, ConcurrentMultiRankStudiesFinishWithBothLaunchers) {
+  const std::vector<std::string> launchers = {"srun", "mpirun"};
+  std::vector<std::string> dirs, reports;
+  for (const auto& launcher : launchers) {
+    dirs.push_back(
+        write_study("slurm-" + launcher, "\n[slurm]\nlauncher = \"" + launcher + "\"\n"));
+    reports.push_back(submit(dirs.back()));
   }
-  std::string queue;
-  run("squeue -a -o '%i %j %T %r'", &queue);
-  ASSERT_NE(state.find("JobState=COMPLETED"), std::string::npos)
-      << state << "\nqueue:\n"
-      << queue << "\nreport log:\n"
-      << read_file(dir + "/out/slurm/logs/report.out") << "\nmoe seed0 log:\n"
-      << read_file(dir + "/out/moe/seed0/slurm.log");
-  expect_every_run_done(dir + "/out");
-  const std::string md = read_file(dir + "/out/summary.md");
-  EXPECT_NE(md.find("| dense_active | 2/2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| dense_active - moe | 2 |"), std::string::npos) << md;
+  std::vector<std::pair<double, double>> intervals;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const std::string state = wait_for(reports[i]);
+    std::string queue;
+    run("squeue -a -o '%i %j %T %r'", &queue);
+    ASSERT_NE(state.find("JobState=COMPLETED"), std::string::npos)
+        << launchers[i] << ": " << state << "\nqueue:\n"
+        << queue << "\nreport log:\n"
+        << read_file(dirs[i] + "/out/slurm/logs/report.out") << "\nmoe seed0 log:\n"
+        << read_file(dirs[i] + "/out/moe/seed0/slurm.log");
+    expect_every_run_done(dirs[i] + "/out");
+    const std::string md = read_file(dirs[i] + "/out/summary.md");
+    EXPECT_NE(md.find("| dense_active | 2/2 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| dense_active - moe | 2 |"), std::string::npos) << md;
+    for (const char* v : {"moe", "dense_active", "dense_total"}) {
+      for (const char* seed : {"seed0", "seed1"}) {
+        intervals.push_back(run_interval(dirs[i] + "/out/" + v + "/" + seed));
+      }
+    }
+  }
+  // The case under test needs runs that overlapped in time.
+  int most_at_once = 0;
+  for (const auto& [start, end] : intervals) {
+    int at_once = 0;
+    for (const auto& other : intervals) at_once += other.first <= start && start < other.second;
+    most_at_once = std::max(most_at_once, at_once);
+  }
+  EXPECT_GE(most_at_once, 2) << "no two runs overlapped: the test did not test concurrency";
+}
+
+// Scripts for GPU nodes: one rank per GPU over two nodes, checked by Slurm
+// itself (sbatch --test-only) against the cluster's two nodes of 4 GPUs.
+TEST_F(SlurmCluster, GpuJobScriptsPassSbatchTestOnly) {
+  const std::string dir = write_study("slurm-gpu", "\n[slurm]\nnodes = 2\ngpus_per_node = 1\n");
+  std::string study = read_file(dir + "/study.toml");
+  study.replace(study.find("\"train.max_steps\" = 10"), 22,
+                "\"train.max_steps\" = 10\n\"train.device\" = \"cuda\"");
+  write_file(dir + "/study.toml", study);
+  std::string out;
+  ASSERT_EQ(
+      run(std::string(MOELAB_BINARY) + " study submit --dry-run " + dir + "/study.toml", &out), 0)
+      << out;
+  const std::string script = read_file(dir + "/out/slurm/moe.sbatch");
+  for (const char* line : {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
+                           "#SBATCH --gpus-per-node=1", "#SBATCH --cpus-per-task=1"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
+  }
+  EXPECT_NE(read_file(dir + "/out/moe/seed0/config.toml").find("device = \"cuda\""),
+            std::string::npos);
+  for (const char* variant : {"moe", "dense_active", "dense_total"}) {
+    out.clear();
+    EXPECT_EQ(run("sbatch --test-only " + dir + "/out/slurm/" + variant + ".sbatch", &out), 0)
+        << out;
+    EXPECT_NE(out.find("to start at"), std::string::npos) << out;
+    EXPECT_NE(out.find("on nodes " + host_ + ","), std::string::npos) << out;  // both nodes
+  }
 }
 
 }  // namespace

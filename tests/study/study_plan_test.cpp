@@ -63,6 +63,23 @@ TEST_F(StudyPlanTest, MatchedVariantsUseMatchDense) {
   EXPECT_EQ(p.pairs[1].label(), "dense_total - moe");
 }
 
+TEST_F(StudyPlanTest, MatchedDenseUnderExpertParallelismIsDataParallel) {
+  std::string text = testing::tiny_study(dir / "out", "[0]", "ranks = 2\n");
+  text.replace(text.find("\"moe.d_expert\" = 32"), 19,
+               "\"moe.d_expert\" = 32, \"parallel.ep\" = 2");
+  write_file(dir / "study.toml", text);
+  const StudyPlan p = plan();
+  ASSERT_EQ(p.runs.size(), 3u);
+  EXPECT_EQ(p.runs[0].cfg.parallel.ep, 2);
+  for (int i : {1, 2}) {
+    EXPECT_FALSE(p.runs[i].cfg.moe.enabled) << p.runs[i].variant;
+    EXPECT_EQ(p.runs[i].cfg.parallel.ep, 1) << p.runs[i].variant;
+  }
+  // The match counts the same parameters as without expert parallelism.
+  write_file(dir / "study.toml", testing::tiny_study(dir / "out", "[0]", "ranks = 2\n"));
+  EXPECT_EQ(plan().variants[1].total_params, p.variants[1].total_params);
+}
+
 TEST_F(StudyPlanTest, MatchingADenseVariantFails) {
   std::string text = testing::tiny_study(dir / "out");
   text.replace(text.find("variant = \"moe\", target = \"total\""), 15,
