@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <string>
 
-#include "comm/all_to_all_dispatcher.h"
 #include "comm/failure.h"
 #include "comm/process_groups.h"
+#include "model/all_to_all_dispatcher.h"
 #include "util/allocator.h"
 #include "util/mpi_session.h"
 

@@ -31,11 +31,18 @@ struct MoeConfig {
   int64_t top_k = 2;
   int64_t d_expert = 512;
   int64_t num_shared_experts = 0;
-  std::string gate = "topk_softmax";  // "topk_softmax" (Mixtral) | "full_softmax"
-  double capacity_factor = 0.0;       // 0 = dropless
-  double aux_loss_coef = 0.01;        // Switch load-balancing alpha
-  double z_loss_coef = 0.001;         // router z-loss beta
-  std::string stats = "global";       // "global" | "micro_batch" load-balance statistics
+  int64_t d_shared = 0;                  // shared-expert width; 0 = num_shared_experts * d_expert
+  std::string gate = "topk_softmax";     // "topk_softmax" (Mixtral) | "full_softmax"
+  double capacity_factor = 0.0;          // 0 = dropless
+  std::string drop_policy = "position";  // "position" | "score": who keeps a full expert's seat
+  std::string balance = "switch";        // "switch" | "sequence" | "aux_free" | "none"
+  double aux_loss_coef = 0.01;           // Switch load-balancing alpha
+  double bias_update_rate = 1e-3;        // aux_free: bias step per optimizer step
+  double z_loss_coef = 0.001;            // router z-loss beta
+  std::string stats = "global";          // "global" | "micro_batch" load-balance statistics
+
+  // The width of the one always-on SwiGLU (0: none).
+  int64_t shared_width() const { return d_shared > 0 ? d_shared : num_shared_experts * d_expert; }
 };
 
 struct DataConfig {

@@ -246,6 +246,10 @@ void validate(const Config& c, int world_size) {
     require(
         e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
         kv("parallel.ep", c.parallel.ep) + " must divide " + kv("moe.num_experts", e.num_experts));
+    // Every rank must move the routing bias the same way, so it follows the
+    // global load, never one micro-batch's.
+    require(e.balance != "aux_free" || e.stats == "global", c, "moe.stats",
+            "moe.balance = \"aux_free\" needs moe.stats = \"global\" (got \"" + e.stats + "\")");
   } else {
     require(c.parallel.ep == 1, c, "parallel.ep",
             kv("parallel.ep", c.parallel.ep) +

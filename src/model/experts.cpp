@@ -5,6 +5,18 @@
 #include "util/error.h"
 
 namespace moelab {
+namespace {
+
+// Stacks one weight of every expert: [E, rows, cols] in `dtype`.
+torch::Tensor stacked(const std::vector<SwiGLU>& experts, torch::Tensor SwiGLUImpl::*weight,
+                      c10::ScalarType dtype) {
+  std::vector<torch::Tensor> weights;
+  weights.reserve(experts.size());
+  for (const auto& e : experts) weights.push_back(e.get()->*weight);
+  return torch::stack(weights).to(dtype);
+}
+
+}  // namespace
 
 ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<int64_t>& global_ids)
     : global_ids_(global_ids) {
@@ -13,12 +25,26 @@ ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<in
   }
 }
 
-torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
+void ExpertsImpl::check_groups(const DispatchedTokens& dispatched) const {
   if (dispatched.counts.size() != experts_.size()) {
     throw std::logic_error("Experts: dispatcher returned " +
                            std::to_string(dispatched.counts.size()) + " groups for " +
                            std::to_string(experts_.size()) + " local experts");
   }
+}
+
+torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
+  // _grouped_mm wants every row of every operand 16-byte aligned.
+  const bool aligned = !experts_.empty() && experts_.front()->w2.size(0) % 8 == 0 &&
+                       experts_.front()->w2.size(1) % 8 == 0;
+  if (dispatched.tokens.scalar_type() == torch::kBFloat16 && aligned) {
+    return forward_grouped(dispatched);
+  }
+  return forward_each(dispatched);
+}
+
+torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
+  check_groups(dispatched);
   // One split, not a narrow per expert: the backward of each narrow would
   // materialise a zero gradient the size of all the tokens (E of them a layer),
   // where split's backward concatenates the experts' gradients once.
@@ -28,6 +54,25 @@ torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
   outputs.reserve(experts_.size());
   for (size_t e = 0; e < experts_.size(); ++e) outputs.push_back(experts_[e]->forward(inputs[e]));
   return torch::cat(outputs, 0);
+}
+
+torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
+  check_groups(dispatched);
+  const auto& x = dispatched.tokens;
+  // Group g holds rows [ends[g-1], ends[g]).
+  std::vector<int32_t> ends;
+  int64_t end = 0;
+  for (int64_t c : dispatched.counts) ends.push_back(static_cast<int32_t>(end += c));
+  const auto offsets = torch::tensor(ends, torch::TensorOptions().dtype(torch::kInt32))
+                           .to(x.device(), /*non_blocking=*/true);
+  const auto dtype = x.scalar_type();
+  // [E, d, h] and [E, h, d] views of the [E, out, in] weights.
+  const auto w1 = stacked(experts_, &SwiGLUImpl::w1, dtype).transpose(1, 2);
+  const auto w3 = stacked(experts_, &SwiGLUImpl::w3, dtype).transpose(1, 2);
+  const auto w2 = stacked(experts_, &SwiGLUImpl::w2, dtype).transpose(1, 2);
+  const auto hidden =
+      torch::silu(at::_grouped_mm(x, w1, offsets)) * at::_grouped_mm(x, w3, offsets);
+  return at::_grouped_mm(hidden, w2, offsets);
 }
 
 }  // namespace moelab

@@ -3,8 +3,8 @@
 // gathers the token rows; combine() scatters the expert outputs back.
 #pragma once
 
-#include "comm/token_permutation.h"
 #include "model/token_dispatcher.h"
+#include "model/token_permutation.h"
 
 namespace moelab {
 

@@ -8,19 +8,52 @@ MoeLayerImpl::MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> d
                            ReduceMean reduce_mean)
     : dispatcher_(std::move(dispatcher)),
       reduce_mean_(std::move(reduce_mean)),
+      balance_(cfg.moe.balance),
       aux_coef_(cfg.moe.aux_loss_coef),
-      z_coef_(cfg.moe.z_loss_coef) {
+      z_coef_(cfg.moe.z_loss_coef),
+      bias_rate_(cfg.moe.bias_update_rate) {
   const int64_t d = cfg.model.d_model;
-  router = register_module("router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate,
-                                            cfg.moe.capacity_factor));
+  router = register_module(
+      "router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate, cfg.moe.capacity_factor,
+                       cfg.moe.drop_policy, balance_ == "aux_free"));
   experts =
       register_module("experts", Experts(d, cfg.moe.d_expert, dispatcher_->local_expert_ids()));
-  if (cfg.moe.num_shared_experts > 0) {
-    shared = register_module("shared", SwiGLU(d, cfg.moe.num_shared_experts * cfg.moe.d_expert));
+  if (cfg.moe.shared_width() > 0) {
+    shared = register_module("shared", SwiGLU(d, cfg.moe.shared_width()));
   }
 }
 
-MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_dtype) {
+torch::Tensor MoeLayerImpl::sequence_balance_loss(const RouterOutput& route,
+                                                  int64_t seq_len) const {
+  const int64_t tokens = route.probs.size(0);
+  const int64_t experts = router->num_experts();
+  if (seq_len <= 0) seq_len = tokens;
+  const int64_t sequences = tokens / seq_len;
+  const int64_t k = router->top_k();
+  torch::Tensor fraction;  // [B, E] share of each sequence's assignments
+  {
+    torch::NoGradGuard no_grad;
+    const auto sequence =
+        torch::arange(sequences, route.expert_ids.options()).repeat_interleave(seq_len * k);
+    fraction = (sequence * experts + route.expert_ids.reshape(-1))
+                   .bincount({}, sequences * experts)
+                   .view({sequences, experts})
+                   .to(route.probs.scalar_type()) /
+               static_cast<double>(seq_len * k);
+  }
+  const auto mean_prob = route.probs.view({sequences, seq_len, experts}).mean(1);
+  return aux_coef_ * experts * (fraction * mean_prob).sum(1).mean();
+}
+
+void MoeLayerImpl::update_balance_bias(bool apply) {
+  if (!router->bias.defined() || !step_load_.defined()) return;
+  torch::NoGradGuard no_grad;
+  if (apply) router->bias.add_(torch::sign(step_load_.mean() - step_load_), bias_rate_);
+  step_load_ = torch::Tensor();
+}
+
+MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_dtype,
+                                int64_t seq_len) {
   const int64_t tokens = x.size(0);
   const int64_t num_experts = router->num_experts();
   const int64_t assignments = tokens * router->top_k();
@@ -67,7 +100,16 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
     if (reduce_mean_) stats = reduce_mean_(stats);
   }
   const auto load = stats.narrow(0, 0, num_experts);
-  out.aux_loss = aux_coef_ * num_experts * (load * route.probs.mean(0)).sum();
+  if (balance_ == "switch") {
+    out.aux_loss = aux_coef_ * num_experts * (load * route.probs.mean(0)).sum();
+  } else if (balance_ == "sequence") {
+    out.aux_loss = sequence_balance_loss(route, seq_len);
+  } else {
+    out.aux_loss = torch::zeros({}, route.probs.options());
+  }
+  if (router->bias.defined() && is_training()) {
+    step_load_ = step_load_.defined() ? step_load_ + load : load.clone();
+  }
   out.z_loss = z_coef_ * torch::logsumexp(route.logits, -1).pow(2).mean();
   out.stats.load = load.to(torch::kFloat32);
   out.stats.drop_fraction = stats[num_experts];

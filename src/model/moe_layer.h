@@ -1,8 +1,10 @@
 // Mixture-of-experts FFN: route -> dispatch -> experts -> combine -> weight by
-// gates, sum over the k slots; plus num_shared_experts always-on SwiGLU experts.
+// gates, sum over the k slots; plus one always-on SwiGLU of width
+// moe.shared_width() (the shared experts).
 //
 // Auxiliary losses (per layer; the model sums them over MoE layers):
-//   load balancing  aux = alpha * E * sum_i f_i * P_i
+//   load balancing, by moe.balance:
+//   "switch"        aux = alpha * E * sum_i f_i * P_i
 //     f_i = (assignments routed to expert i) / (T * k), counting the router's
 //           top-k choices BEFORE capacity drops, no gradient;
 //     P_i = mean over the T local tokens of the router's softmax probability of
@@ -11,6 +13,14 @@
 //     ("global" statistics; equals the global fraction when ranks hold equal
 //     token counts); P_i stays the local mean, so the gradient of the mean loss
 //     over ranks matches the single-rank gradient. Without it f_i is local.
+//   "sequence"      the same computed within each sequence (f and P over its
+//                   S tokens, no reduction across ranks) and averaged over the
+//                   sequences: it balances every sequence, not only the batch.
+//   "aux_free"      no loss: the router's selection bias b (router.h) moves
+//                   after each optimizer step by b_i += rate * sign(mean_j c_j
+//                   - c_i), c the step's load summed over its micro-batches
+//                   (global statistics, so every rank moves b alike).
+//   "none"          no loss and no bias.
 //   router z-loss   z = beta * mean_t (logsumexp_i logits_ti)^2, local tokens.
 #pragma once
 
@@ -49,17 +59,26 @@ class MoeLayerImpl : public torch::nn::Module {
   MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> dispatcher,
                ReduceMean reduce_mean);
   // x: [T, d] normalised hidden states in the master dtype (the router runs on
-  // them); experts run in compute_dtype.
-  MoeOutput forward(const torch::Tensor& x, c10::ScalarType compute_dtype);
+  // them), T/seq_len sequences of seq_len tokens each (0: one sequence);
+  // experts run in compute_dtype.
+  MoeOutput forward(const torch::Tensor& x, c10::ScalarType compute_dtype, int64_t seq_len = 0);
+  // "aux_free": moves the selection bias by the load seen since the last call
+  // (training forwards only; not when apply is false), then forgets that load.
+  // No-op otherwise.
+  void update_balance_bias(bool apply = true);
 
   Router router{nullptr};
   Experts experts{nullptr};
-  SwiGLU shared{nullptr};  // all shared experts as one SwiGLU of width n * d_expert
+  SwiGLU shared{nullptr};  // all shared experts as one SwiGLU of width moe.shared_width()
 
  private:
+  torch::Tensor sequence_balance_loss(const RouterOutput& route, int64_t seq_len) const;
+
   std::shared_ptr<TokenDispatcher> dispatcher_;
   ReduceMean reduce_mean_;
-  double aux_coef_, z_coef_;
+  std::string balance_;
+  double aux_coef_, z_coef_, bias_rate_;
+  torch::Tensor step_load_;  // aux_free: load summed over this step's micro-batches
 };
 TORCH_MODULE(MoeLayer);
 

@@ -23,7 +23,7 @@ ParamCounts count_params(const Config& cfg) {
     c.router = layers * d * moe.num_experts;
     c.experts_total = layers * moe.num_experts * swiglu_per_width * moe.d_expert;
     c.experts_active = layers * moe.top_k * swiglu_per_width * moe.d_expert;
-    c.shared_experts = layers * moe.num_shared_experts * swiglu_per_width * moe.d_expert;
+    c.shared_experts = layers * swiglu_per_width * moe.shared_width();
   } else {
     c.dense_ffn = layers * swiglu_per_width * m.d_ff;
   }

@@ -8,11 +8,12 @@
 namespace moelab {
 
 RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
-                       double capacity_factor)
+                       double capacity_factor, std::string drop_policy, bool selection_bias)
     : num_experts_(num_experts),
       top_k_(top_k),
       gate_(std::move(gate)),
-      capacity_factor_(capacity_factor) {
+      capacity_factor_(capacity_factor),
+      drop_policy_(std::move(drop_policy)) {
   if (gate_ != "topk_softmax" && gate_ != "full_softmax") {
     throw InputError("moe.gate: expected \"topk_softmax\" or \"full_softmax\", got \"" + gate_ +
                      "\"");
@@ -21,7 +22,12 @@ RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std:
     throw InputError("moe.top_k: expected 1 <= top_k <= num_experts (" +
                      std::to_string(num_experts_) + "), got " + std::to_string(top_k_));
   }
+  if (drop_policy_ != "position" && drop_policy_ != "score") {
+    throw InputError("moe.drop_policy: expected \"position\" or \"score\", got \"" + drop_policy_ +
+                     "\"");
+  }
   weight = register_parameter("weight", torch::empty({num_experts, d_model}));
+  if (selection_bias) bias = register_buffer("bias", torch::zeros({num_experts}));
 }
 
 RouterOutput RouterImpl::forward(const torch::Tensor& x) {
@@ -29,10 +35,13 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
   RouterOutput out;
   out.logits = project(x_stat, weight);
   out.probs = torch::softmax(out.logits, -1);
-  auto [top_logits, top_ids] = out.logits.topk(top_k_, -1);
+  // The choice only: gates take their gradient through the gather below.
+  auto scores = out.logits.detach();
+  if (bias.defined()) scores = scores + bias.to(scores.scalar_type());
+  const auto top_ids = std::get<1>(scores.topk(top_k_, -1));
   out.expert_ids = top_ids;
   if (gate_ == "topk_softmax") {
-    out.gates = torch::softmax(top_logits, -1);
+    out.gates = torch::softmax(out.logits.gather(-1, top_ids), -1);
   } else {
     out.gates = out.probs.gather(-1, top_ids);
   }
@@ -40,21 +49,29 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
     const int64_t assignments = x.size(0) * top_k_;
     const auto capacity = static_cast<int64_t>(
         std::ceil(capacity_factor_ * static_cast<double>(assignments) / num_experts_));
-    out.kept_ids = apply_capacity(top_ids, num_experts_, capacity);
+    const auto priority =
+        drop_policy_ == "score" ? out.probs.detach().gather(-1, top_ids) : torch::Tensor();
+    out.kept_ids = apply_capacity(top_ids, num_experts_, capacity, priority);
   } else {
     out.kept_ids = top_ids;
   }
   return out;
 }
 
-torch::Tensor apply_capacity(const torch::Tensor& expert_ids, int64_t num_experts,
-                             int64_t capacity) {
-  const auto flat = expert_ids.reshape(-1);  // token-major: (t0,s0), (t0,s1), (t1,s0), ...
+torch::Tensor apply_capacity(const torch::Tensor& expert_ids, int64_t num_experts, int64_t capacity,
+                             const torch::Tensor& priority) {
+  auto flat = expert_ids.reshape(-1);  // token-major: (t0,s0), (t0,s1), (t1,s0), ...
+  torch::Tensor order;                 // arrival order, when it is not token order
+  if (priority.defined()) {
+    order = std::get<1>(priority.reshape(-1).sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+    flat = flat.index_select(0, order);
+  }
   const auto one_hot = torch::one_hot(flat, num_experts);
   // 0-based arrival position of each assignment at its expert.
   const auto position = (one_hot.cumsum(0) - 1).gather(1, flat.unsqueeze(1)).squeeze(1);
-  return torch::where(position < capacity, flat, torch::full_like(flat, -1))
-      .view(expert_ids.sizes());
+  auto kept = torch::where(position < capacity, flat, torch::full_like(flat, -1));
+  if (order.defined()) kept = torch::empty_like(kept).index_copy_(0, order, kept);
+  return kept.view(expert_ids.sizes());
 }
 
 }  // namespace moelab

@@ -57,7 +57,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute
     ffn_in = ffn_norm->forward(x);  // master dtype: the router needs full precision
   }
   const int64_t d = x.size(-1);
-  auto moe_out = moe->forward(ffn_in.view({-1, d}), compute_dtype);
+  auto moe_out = moe->forward(ffn_in.view({-1, d}), compute_dtype, x.size(1));
   out.aux_loss = out.aux_loss + moe_out.aux_loss;
   out.z_loss = out.z_loss + moe_out.z_loss;
   out.moe_stats.push_back(std::move(moe_out.stats));
@@ -90,6 +90,12 @@ void TransformerImpl::reset_parameters(int64_t seed) {
     } else {
       init_normal_keyed(p, seed, name, std);
     }
+  }
+}
+
+void TransformerImpl::update_balance_biases(bool apply) {
+  for (auto& layer : *layers) {
+    if (auto moe = layer->as<Block>()->moe) moe->update_balance_bias(apply);
   }
 }
 

@@ -66,6 +66,9 @@ class TransformerImpl : public torch::nn::Module {
 
   // Re-draws every parameter from (seed, name); the constructor calls it.
   void reset_parameters(int64_t seed);
+  // After each optimizer step: every MoE layer moves its routing bias
+  // ("aux_free") by the step's load, or with apply = false only forgets it.
+  void update_balance_biases(bool apply = true);
 
   torch::Tensor embedding;  // [V, d]
   torch::Tensor head;       // [V, d]; the embedding itself when tied

@@ -28,7 +28,10 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
 
   Transformer model(cfg);
   torch::NoGradGuard no_grad;
-  for (auto& np : model->named_parameters()) {
+  // Parameters and buffers (routing biases steer which experts evaluate).
+  auto tensors = model->named_parameters();
+  for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
+  for (auto& np : tensors) {
     auto it = ckpt.tensors.find(np.key());
     if (it == ckpt.tensors.end() || it->second.sizes() != np.value().sizes()) {
       throw InputError(opts.checkpoint + ": tensor '" + np.key() +

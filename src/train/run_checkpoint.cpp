@@ -77,7 +77,8 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
 
 void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                          const NamedParams& replicated, const NamedParams& experts,
-                         const torch::optim::AdamW& optimizer, const TrainState& state) {
+                         const NamedParams& buffers, const torch::optim::AdamW& optimizer,
+                         const TrainState& state) {
   const std::string& run_dir = cfg.train.out_dir;
   const std::string tmp = checkpoint_tmp_dir(run_dir, state.step);
   auto& world = *groups.control;
@@ -85,6 +86,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
   world.barrier();
   if (world.rank() == 0) {
     auto tensors = tensors_of(replicated, optimizer);
+    for (const auto& [name, b] : buffers) tensors[name] = b.detach().cpu();
     tensors[kRngKey] = at::detail::getDefaultCPUGenerator().get_state();
     write_tensor_file(tmp + "/replicated.h5", tensors);
   }
@@ -103,6 +105,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
 
 std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                                                  const NamedParams& params,
+                                                 const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer) {
   const std::string& how = cfg.checkpoint.resume;
   if (how == "none") return std::nullopt;
@@ -124,6 +127,7 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
     throw InputError(ckpt->dir + ": ranks found different newest checkpoints");
   }
   load_parameters(params, ckpt->tensors, ckpt->dir);
+  load_parameters(buffers, ckpt->tensors, ckpt->dir);
   load_optimizer_state(optimizer, params, ckpt->tensors);
   auto rng = ckpt->tensors.find(kRngKey);
   if (rng != ckpt->tensors.end()) {

@@ -25,11 +25,14 @@ struct TrainState {
   int64_t nonfinite_in_a_row = 0;
 };
 
-// Rank 0 writes the replicated tensors; the first holder of each expert writes
-// that expert's tensors; rank 0 then checksums and publishes the folder.
+// Rank 0 writes the replicated tensors and the model's buffers (state without
+// gradient, the same on every rank: the routing biases); the first holder of
+// each expert writes that expert's tensors; rank 0 then checksums and
+// publishes the folder.
 void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                          const NamedParams& replicated, const NamedParams& experts,
-                         const torch::optim::AdamW& optimizer, const TrainState& state);
+                         const NamedParams& buffers, const torch::optim::AdamW& optimizer,
+                         const TrainState& state);
 
 // Per checkpoint.resume: "none" → nullopt; "auto" → the newest valid checkpoint
 // in the run folder (nullopt if there is none); a path → that checkpoint.
@@ -37,6 +40,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
 // checkpoint and tensor when it does not fit the model.
 std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                                                  const NamedParams& params,
+                                                 const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer);
 
 }  // namespace moelab

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "comm/all_to_all_dispatcher.h"
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "config/load.h"
 #include "data/batch_loader.h"
 #include "data/validation_set.h"
+#include "model/all_to_all_dispatcher.h"
 #include "model/precision.h"
 #include "model/transformer.h"
 #include "train/evaluator.h"
@@ -161,6 +161,8 @@ TrainSummary run_training(const Config& cfg) {
         .emplace_back(np.key(), np.value());
     all.emplace_back(np.key(), np.value());
   }
+  NamedParams buffers;
+  for (auto& nb : model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
   auto optimizer = make_adamw(all, cfg.optim);
   GradSync replicated_sync(tensors(replicated), groups.dp, world_size);
   GradSync expert_sync(tensors(experts), groups.expert_dp, world_size);
@@ -168,7 +170,7 @@ TrainSummary run_training(const Config& cfg) {
 
   TrainState state;
   int64_t resumed_step = -1;  // -1: a fresh run starts its logs anew
-  if (auto resumed = restore_run_checkpoint(cfg, groups, all, *optimizer)) {
+  if (auto resumed = restore_run_checkpoint(cfg, groups, all, buffers, *optimizer)) {
     state = *resumed;
     resumed_step = state.step;
     loader.restore(state.loader);
@@ -268,7 +270,9 @@ TrainSummary run_training(const Config& cfg) {
         scale_grads(all_tensors, cfg.optim.grad_clip / (grad_norm + 1e-6));
       }
       optimizer->step();
-    } else if (rank == 0) {
+    }
+    model->update_balance_biases(/*apply=*/!skip);
+    if (skip && rank == 0) {
       spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", state.step,
                    guard.consecutive());
     }
@@ -319,7 +323,7 @@ TrainSummary run_training(const Config& cfg) {
       summary.last_val_loss = run_eval();
     }
     if ((cfg.checkpoint.interval > 0 && state.step % cfg.checkpoint.interval == 0) || last) {
-      save_run_checkpoint(cfg, groups, replicated, experts, *optimizer, state);
+      save_run_checkpoint(cfg, groups, replicated, experts, buffers, *optimizer, state);
     }
   }
   if (rank == 0) progress->finish();

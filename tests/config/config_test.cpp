@@ -203,6 +203,12 @@ const BadCase kBadCases[] = {
      0,
      "bad.toml:2:1: parallel.ep = 2 needs moe.enabled = true (a dense model has no experts to "
      "split)"},
+    {"aux_free_with_local_statistics",
+     "[moe]\nenabled = true\nbalance = \"aux_free\"\nstats = \"micro_batch\"\n",
+     {},
+     0,
+     "bad.toml:4:1: moe.balance = \"aux_free\" needs moe.stats = \"global\" (got "
+     "\"micro_batch\")"},
     {"batch_not_splitting",
      "[train]\nbatch_seqs = 6\n",
      {},

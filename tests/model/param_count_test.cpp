@@ -44,6 +44,14 @@ TEST(ParamCount, MoeMatchesModuleAndCountsActiveExperts) {
   EXPECT_EQ(c.total - c.active, c.experts_total - c.experts_active);
 }
 
+TEST(ParamCount, SharedExpertOfItsOwnWidth) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.d_shared = 5;  // not a multiple of d_expert = 12
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  EXPECT_EQ(c.shared_experts, 2 * 3 * 16 * 5);
+}
+
 TEST(ParamCount, ReferenceConfigByHand) {
   const auto c = count_params(reference_moe());
   EXPECT_EQ(c.embedding, 4096 * 256);

@@ -44,9 +44,11 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
            {{"enabled", cfg.moe.enabled},
             {"num_experts", cfg.moe.num_experts},
             {"top_k", cfg.moe.top_k},
-            {"num_shared_experts", cfg.moe.num_shared_experts},
+            {"shared_width", cfg.moe.shared_width()},
             {"gate", cfg.moe.gate},
             {"capacity_factor", cfg.moe.capacity_factor},
+            {"drop_policy", cfg.moe.drop_policy},
+            {"balance", cfg.moe.balance},
             {"aux_loss_coef", cfg.moe.aux_loss_coef},
             {"z_loss_coef", cfg.moe.z_loss_coef}}}};
 }
@@ -76,7 +78,16 @@ void expect_matches_reference(const Config& cfg) {
   fs::remove_all(dir);
   fs::create_directories(dir / "params");
   nlohmann::json shapes;
-  for (const auto& item : model->named_parameters()) {
+  {
+    // A routing bias far from zero, so that it changes which experts are chosen.
+    torch::NoGradGuard no_grad;
+    for (auto& b : model->buffers()) b.copy_(torch::randn(b.sizes(), torch::kDouble));
+  }
+  // Buffers (the routing biases) travel with the parameters; only the
+  // parameters' gradients are compared.
+  auto tensors = model->named_parameters();
+  for (const auto& item : model->named_buffers()) tensors.insert(item.key(), item.value());
+  for (const auto& item : tensors) {
     shapes[item.key()] = item.value().sizes().vec();
     write_raw(dir / "params" / item.key(), item.value());
   }
@@ -97,7 +108,7 @@ void expect_matches_reference(const Config& cfg) {
   EXPECT_NEAR(lm.item<double>(), ref["lm_loss"].get<double>(), 1e-10);
   EXPECT_NEAR(out.aux_loss.item<double>(), ref["aux_loss"].get<double>(), 1e-12);
   EXPECT_NEAR(out.z_loss.item<double>(), ref["z_loss"].get<double>(), 1e-10);
-  if (cfg.moe.enabled) {
+  if (cfg.moe.enabled && (cfg.moe.balance == "switch" || cfg.moe.balance == "sequence")) {
     EXPECT_GT(out.aux_loss.item<double>(), 0.0);
   }
   for (const auto& item : model->named_parameters()) {
@@ -127,6 +138,27 @@ TEST(Reference, MoeWithCapacityDropsFullSoftmaxGates) {
   Config cfg = testing::tiny_config(true);
   cfg.moe.gate = "full_softmax";
   cfg.moe.capacity_factor = 0.75;
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeSequenceBalanceWithNarrowSharedExpert) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.balance = "sequence";
+  cfg.moe.d_shared = 5;
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeAuxFreeBiasSteersTheChoiceOnly) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.balance = "aux_free";
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.balance = "none";
+  cfg.moe.capacity_factor = 0.75;
+  cfg.moe.drop_policy = "score";
   expect_matches_reference(cfg);
 }
 

@@ -28,6 +28,24 @@ Router identity_router(const std::string& gate, double capacity_factor = 0.0) {
   return router;
 }
 
+// d_model 3, 3 experts, top-2: with an identity router the logits are the input.
+Config three_expert_config() {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.d_model = 3;
+  cfg.moe.num_experts = 3;
+  cfg.moe.top_k = 2;
+  return cfg;
+}
+
+// A 3-expert MoE layer (double) whose router weight is the identity.
+MoeLayer identity_moe(const Config& cfg) {
+  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), nullptr);
+  moe->to(torch::kDouble);
+  torch::NoGradGuard no_grad;
+  moe->router->weight.copy_(torch::eye(3, torch::kDouble));
+  return moe;
+}
+
 double softmax_of(const std::vector<double>& v, size_t i) {
   double sum = 0;
   for (double x : v) sum += std::exp(x);
@@ -66,6 +84,31 @@ TEST(Capacity, DropsLateAssignmentsInTokenOrder) {
       << kept;
 }
 
+TEST(Capacity, ScorePolicyKeepsTheHighestPrioritiesFirst) {
+  // Capacity 1 per expert. Expert 0 is chosen by (0,0), (1,1) and (2,0); by
+  // priority (1,1) comes first, so it stays and the other two drop.
+  const auto ids = torch::tensor({0, 1, 1, 0, 0, 1}, torch::kLong).view({3, 2});
+  const auto priority = torch::tensor({0.2, 0.9, 0.3, 0.8, 0.1, 0.4}, torch::kDouble).view({3, 2});
+  const auto kept = apply_capacity(ids, 2, 1, priority);
+  EXPECT_TRUE(torch::equal(kept, torch::tensor({-1, 1, -1, 0, -1, -1}, torch::kLong).view({3, 2})))
+      << kept;
+}
+
+TEST(Router, SelectionBiasChangesTheChoiceButNotTheGates) {
+  Router router(3, 3, 1, "full_softmax", 0.0, "position", /*selection_bias=*/true);
+  router->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    router->weight.copy_(torch::eye(3, torch::kDouble));
+    router->bias.copy_(torch::tensor({5.0, 0.0, 0.0}, torch::kDouble));
+  }
+  const auto out = router->forward(logits_tensor());
+  // Expert 0 wins for both tokens, with its unbiased probability as the gate.
+  EXPECT_TRUE(torch::equal(out.expert_ids, torch::zeros({2, 1}, torch::kLong)));
+  EXPECT_NEAR(out.gates[0][0].item<double>(), softmax_of(kLogits[0], 0), 1e-12);
+  EXPECT_NEAR(out.gates[1][0].item<double>(), softmax_of(kLogits[1], 0), 1e-12);
+}
+
 TEST(Capacity, RouterUsesCeilOfFactorTimesShare) {
   // T=2, k=2, E=3, factor 0.7: capacity = ceil(0.7 * 4 / 3) = 1. Expert 1 is
   // chosen by both tokens, so token 1's slot 1 (expert 1) drops.
@@ -75,18 +118,10 @@ TEST(Capacity, RouterUsesCeilOfFactorTimesShare) {
 }
 
 TEST(MoeLosses, AuxAndZLossMatchHandComputation) {
-  Config cfg = testing::tiny_config(true);
-  cfg.model.d_model = 3;
-  cfg.moe.num_experts = 3;
-  cfg.moe.top_k = 2;
+  Config cfg = three_expert_config();
   cfg.moe.aux_loss_coef = 0.3;
   cfg.moe.z_loss_coef = 0.2;
-  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), nullptr);
-  moe->to(torch::kDouble);
-  {
-    torch::NoGradGuard no_grad;
-    moe->router->weight.copy_(torch::eye(3, torch::kDouble));
-  }
+  MoeLayer moe = identity_moe(cfg);
   const auto out = moe->forward(logits_tensor(), torch::kDouble);
   // Assignments: token 0 -> {1, 0}, token 1 -> {2, 1}: f = (1, 2, 1) / 4.
   const double f[3] = {0.25, 0.5, 0.25};
@@ -129,6 +164,42 @@ TEST(MoeLosses, GlobalStatisticsUseTheReducedLoad) {
   // With uniform f the loss is E * sum_i P_i / E = sum_i P_i = 1.
   EXPECT_NEAR(out.aux_loss.item<double>(), 1.0, 1e-12);
   EXPECT_TRUE(torch::allclose(out.stats.load, torch::full({3}, 1.0f / 3)));
+}
+
+TEST(MoeBalance, AuxFreeBiasMovesTowardsBalanceAfterEachStep) {
+  Config cfg = three_expert_config();
+  cfg.moe.balance = "aux_free";
+  cfg.moe.bias_update_rate = 0.25;
+  MoeLayer moe = identity_moe(cfg);
+  // Load (1, 2, 1) / 4 as in the test above: expert 1 is over the mean 1/3.
+  auto out = moe->forward(logits_tensor(), torch::kDouble);
+  EXPECT_EQ(out.aux_loss.item<double>(), 0.0);
+  moe->eval();  // evaluation batches never count
+  moe->forward(logits_tensor() * 0 + torch::tensor({0.0, 5.0, 4.0}, torch::kDouble),
+               torch::kDouble);
+  moe->train();
+  moe->update_balance_bias();
+  EXPECT_TRUE(torch::equal(moe->router->bias, torch::tensor({0.25, -0.25, 0.25}, torch::kDouble)))
+      << moe->router->bias;
+  // The step's load is forgotten once used; a skipped step forgets it unused.
+  moe->update_balance_bias();
+  moe->forward(logits_tensor(), torch::kDouble);
+  moe->update_balance_bias(/*apply=*/false);
+  EXPECT_TRUE(torch::equal(moe->router->bias, torch::tensor({0.25, -0.25, 0.25}, torch::kDouble)));
+}
+
+TEST(MoeBalance, SequenceLossBalancesEachSequence) {
+  // Two sequences of one token each: within each, f and P come from that token
+  // alone, so the loss is the mean of the two single-token Switch losses.
+  Config cfg = three_expert_config();
+  cfg.moe.aux_loss_coef = 0.3;
+  cfg.moe.balance = "sequence";
+  MoeLayer moe = identity_moe(cfg);
+  const auto out = moe->forward(logits_tensor(), torch::kDouble, /*seq_len=*/1);
+  // Token 0 chose {1, 0}, token 1 chose {2, 1}: f = 1/2 on each chosen expert.
+  const double token0 = 0.5 * (softmax_of(kLogits[0], 1) + softmax_of(kLogits[0], 0));
+  const double token1 = 0.5 * (softmax_of(kLogits[1], 2) + softmax_of(kLogits[1], 1));
+  EXPECT_NEAR(out.aux_loss.item<double>(), 0.3 * 3 * (token0 + token1) / 2, 1e-12);
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 
 #include <vector>
 
-#include "comm/all_to_all_dispatcher.h"
 #include "comm/local_communicator.h"
 #include "comm/process_groups.h"
+#include "model/all_to_all_dispatcher.h"
 #include "mpi_gtest_main.h"
 
 namespace moelab {

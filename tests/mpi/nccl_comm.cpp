@@ -4,9 +4,9 @@
 // has no CUDA; the configuration check runs everywhere.
 #include <string>
 
-#include "comm/all_to_all_dispatcher.h"
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
+#include "model/all_to_all_dispatcher.h"
 #include "mpi_gtest_main.h"
 #include "util/error.h"
 

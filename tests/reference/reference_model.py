@@ -69,30 +69,44 @@ def swiglu(x, w1, w2, w3):
 
 
 def moe(x, p, prefix, cfg):
-    # x: [T, d]. Returns (y, aux, z).
+    # x: [T, d], T = batch * seq tokens. Returns (y, aux, z).
     m = cfg["moe"]
     n_exp, k = m["num_experts"], m["top_k"]
     tokens = x.shape[0]
     logits = x @ p[prefix + "router.weight"].T
     probs = torch.softmax(logits, dim=-1)
-    top_val, top_idx = torch.topk(logits, k, dim=-1)
+    # An "aux_free" routing bias steers the choice only, never the gates.
+    choice = logits.detach()
+    if prefix + "router.bias" in p:
+        choice = choice + p[prefix + "router.bias"].detach()
+    top_idx = torch.topk(choice, k, dim=-1).indices
+    top_val = torch.gather(logits, 1, top_idx)
     if m["gate"] == "topk_softmax":
         gates = torch.softmax(top_val, dim=-1)
     elif m["gate"] == "full_softmax":  # the selected experts' probabilities, not re-normalised
         gates = torch.gather(probs, 1, top_idx)
     else:
         raise ValueError("unknown gate " + m["gate"])
+    # Admission order: token order, or by descending router probability.
+    assignments = [(t, slot) for t in range(tokens) for slot in range(k)]
+    if m["drop_policy"] == "score":
+        assignments.sort(key=lambda a: -float(probs[a[0], top_idx[a[0], a[1]]]))
     capacity = None
     if m["capacity_factor"] > 0:
         capacity = math.ceil(m["capacity_factor"] * tokens * k / n_exp)
     used = [0] * n_exp
+    kept = set()
+    for t, slot in assignments:
+        e = int(top_idx[t, slot])
+        used[e] += 1
+        if capacity is None or used[e] <= capacity:
+            kept.add((t, slot))
     rows = []
     for t in range(tokens):
         row = [torch.zeros((), dtype=x.dtype) for _ in range(n_exp)]
         for slot in range(k):
-            e = int(top_idx[t, slot])
-            used[e] += 1
-            if capacity is None or used[e] <= capacity:
+            if (t, slot) in kept:
+                e = int(top_idx[t, slot])
                 row[e] = row[e] + gates[t, slot]
         rows.append(torch.stack(row))
     gate_matrix = torch.stack(rows)  # [T, E], zero where not routed or dropped
@@ -100,16 +114,28 @@ def moe(x, p, prefix, cfg):
     for e in range(n_exp):
         ep = "%sexperts.%d." % (prefix, e)
         y = y + gate_matrix[:, e:e + 1] * swiglu(x, p[ep + "w1"], p[ep + "w2"], p[ep + "w3"])
-    if m["num_shared_experts"] > 0:
+    if m["shared_width"] > 0:
         sp = prefix + "shared."
         y = y + swiglu(x, p[sp + "w1"], p[sp + "w2"], p[sp + "w3"])
-    counts = torch.zeros(n_exp, dtype=x.dtype)
-    for e in top_idx.reshape(-1).tolist():
-        counts[e] += 1
-    f = counts / (tokens * k)
-    aux = m["aux_loss_coef"] * n_exp * (f * probs.mean(dim=0)).sum()
+    aux = switch_loss(top_idx, probs, m["aux_loss_coef"], n_exp, k)
+    if m["balance"] == "sequence":
+        seq = cfg["seq"]
+        per_sequence = [switch_loss(top_idx[b:b + seq], probs[b:b + seq], m["aux_loss_coef"],
+                                    n_exp, k) for b in range(0, tokens, seq)]
+        aux = torch.stack(per_sequence).mean()
+    elif m["balance"] in ("none", "aux_free"):
+        aux = torch.zeros((), dtype=x.dtype)
     z = m["z_loss_coef"] * (torch.logsumexp(logits, dim=-1) ** 2).mean()
     return y, aux, z
+
+
+def switch_loss(top_idx, probs, coef, n_exp, k):
+    # coef * E * sum_i f_i P_i over these tokens (f counts the router's choices).
+    counts = torch.zeros(n_exp, dtype=probs.dtype)
+    for e in top_idx.reshape(-1).tolist():
+        counts[e] += 1
+    f = counts / (top_idx.shape[0] * k)
+    return coef * n_exp * (f * probs.mean(dim=0)).sum()
 
 
 def forward(p, cfg, tokens, targets):

@@ -113,16 +113,25 @@ TEST_F(TrainerE2E, ResumeContinuesTheUninterruptedCurve) {
   EXPECT_EQ(column(kRoot / "resumed" / "val.csv", 2), column(kRoot / "full" / "val.csv", 2));
 }
 
-TEST_F(TrainerE2E, SameCurveAtEveryLayoutAndAcrossResumes) {
-  const std::string sets =
-      "--set moe.enabled=true --set train.max_steps=8 --set eval.interval=2 "
-      "--set checkpoint.interval=4 --set checkpoint.keep=5";
-  ASSERT_EQ(run(train("w1", sets)), 0);
-  const auto reference = train_losses(kRoot / "w1");
-  const auto reference_val = column(kRoot / "w1" / "val.csv", 2);
+// The MoE settings under test: a name (for the run folders) and --set flags.
+struct MoeVariant {
+  std::string name;
+  std::string sets;
+};
+
+class LayoutInvariance : public TrainerE2E, public ::testing::WithParamInterface<MoeVariant> {};
+
+TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
+  const std::string sets = GetParam().sets +
+                           " --set moe.enabled=true --set train.max_steps=8 --set eval.interval=2 "
+                           "--set checkpoint.interval=4 --set checkpoint.keep=5";
+  const std::string prefix = GetParam().name + "_";
+  ASSERT_EQ(run(train(prefix + "w1", sets)), 0);
+  const auto reference = train_losses(kRoot / (prefix + "w1"));
+  const auto reference_val = column(kRoot / (prefix + "w1") / "val.csv", 2);
   for (auto [world, ep] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {4, 2}, {4, 4}}) {
     SCOPED_TRACE("world " + std::to_string(world) + " ep " + std::to_string(ep));
-    const std::string name = "w" + std::to_string(world) + "ep" + std::to_string(ep);
+    const std::string name = prefix + "w" + std::to_string(world) + "ep" + std::to_string(ep);
     ASSERT_EQ(run(train(name, sets + " --set parallel.ep=" + std::to_string(ep), world)), 0);
     expect_close(train_losses(kRoot / name), reference, 1e-5);
     expect_close(column(kRoot / name / "val.csv", 2), reference_val, 1e-5);
@@ -130,8 +139,8 @@ TEST_F(TrainerE2E, SameCurveAtEveryLayoutAndAcrossResumes) {
   // Saved at (2, 2) after step 4, resumed at (4, 4) and at (1, 1).
   for (auto [world, ep] : std::vector<std::pair<int, int>>{{4, 4}, {1, 1}}) {
     SCOPED_TRACE("resume at world " + std::to_string(world));
-    const std::string name = "resume" + std::to_string(world);
-    fs::copy(kRoot / "w2ep2", kRoot / name, fs::copy_options::recursive);
+    const std::string name = prefix + "resume" + std::to_string(world);
+    fs::copy(kRoot / (prefix + "w2ep2"), kRoot / name, fs::copy_options::recursive);
     fs::remove_all(kRoot / name / "checkpoints" / "step_00000008");
     fs::remove(kRoot / name / "DONE");
     ASSERT_EQ(
@@ -140,6 +149,21 @@ TEST_F(TrainerE2E, SameCurveAtEveryLayoutAndAcrossResumes) {
     expect_close(train_losses(kRoot / name), reference, 1e-5);
   }
 }
+
+// Switch loss (4 experts, top-2); fine-grained experts; and the aux-free
+// routing bias, stepped hard enough to change the routing within 8 steps, so
+// a resume that lost it (it lives in the checkpoint) would leave the curve.
+INSTANTIATE_TEST_SUITE_P(Moe, LayoutInvariance,
+                         ::testing::Values(MoeVariant{"switch", ""},
+                                           MoeVariant{"fine",
+                                                      "--set moe.num_experts=16 --set moe.top_k=4 "
+                                                      "--set moe.d_expert=8"},
+                                           MoeVariant{"aux_free",
+                                                      "--set moe.balance=aux_free "
+                                                      "--set moe.bias_update_rate=0.05"}),
+                         [](const ::testing::TestParamInfo<MoeVariant>& info) {
+                           return info.param.name;
+                         });
 
 TEST_F(TrainerE2E, ConfigErrorOnEveryRankExitsTwoBeforeAnyCollective) {
   EXPECT_EQ(WEXITSTATUS(run(train("bad", "--set moe.enabled=true --set parallel.ep=3", 2))), 2);

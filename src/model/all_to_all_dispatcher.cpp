@@ -1,4 +1,4 @@
-#include "comm/all_to_all_dispatcher.h"
+#include "model/all_to_all_dispatcher.h"
 
 #include <chrono>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "comm/token_permutation.h"
+#include "model/token_permutation.h"
 
 #include <stdexcept>
 #include <string>

@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "comm/communicator.h"
-#include "comm/token_permutation.h"
 #include "model/token_dispatcher.h"
+#include "model/token_permutation.h"
 
 namespace moelab {
 
