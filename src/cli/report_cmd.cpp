@@ -17,6 +17,7 @@ void add_report_command(CLI::App& root) {
     std::string target;
     std::string out;
     bool no_plots = false;
+    std::string x, lines;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = root.add_subcommand(
@@ -25,6 +26,9 @@ void add_report_command(CLI::App& root) {
       ->required();
   cmd->add_option("--out", opts->out, "Write the report here (default: the study folder)");
   cmd->add_flag("--no-plots", opts->no_plots, "Write the tables only (no Python needed)");
+  cmd->add_option("--x", opts->x, "Grid studies: the axis along x in axis.png");
+  cmd->add_option("--lines", opts->lines,
+                  "Grid studies: one line per value of this axis in axis.png");
   cmd->callback([opts] {
     namespace fs = std::filesystem;
     if (!fs::exists(opts->target)) {
@@ -32,8 +36,8 @@ void add_report_command(CLI::App& root) {
     }
     const StudyPlan plan = fs::is_directory(opts->target) ? read_study_manifest(opts->target)
                                                           : plan_study(load_study(opts->target));
-    const StudyReport report =
-        write_study_report(plan, opts->out.empty() ? plan.out_root : opts->out, !opts->no_plots);
+    const StudyReport report = write_study_report(
+        plan, opts->out.empty() ? plan.out_root : opts->out, !opts->no_plots, opts->x, opts->lines);
     std::cout << summary_markdown(report);
   });
 }

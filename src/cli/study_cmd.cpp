@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -38,17 +39,42 @@ int64_t expert_parallel_size(const StudyPlan& plan, const std::string& variant) 
   return 1;
 }
 
+// Wide enough for every variant name.
+size_t name_width(const StudyPlan& plan) {
+  size_t width = 16;
+  for (const auto& v : plan.variants) width = std::max(width, v.name.size());
+  return width;
+}
+
+// The grid (variants with axis values): one row per variant, one column per axis.
+void print_grid(const StudyPlan& plan) {
+  const size_t w = name_width(plan);
+  std::cout << "\ngrid over";
+  for (const auto& axis : plan.axes) std::cout << " " << axis;
+  std::cout << fmt::format("\n{:<{}}", "variant", w);
+  for (const auto& axis : plan.axes) std::cout << fmt::format(" {:>16}", axis);
+  std::cout << fmt::format(" {:>12} {:>12} {:>14}\n", "total", "active", "FLOPs/token");
+  for (const auto& v : plan.variants) {
+    if (v.point.empty()) continue;
+    std::cout << fmt::format("{:<{}}", v.name, w);
+    for (const auto& [axis, label] : v.point) std::cout << fmt::format(" {:>16}", label);
+    std::cout << fmt::format(" {:>12} {:>12} {:>14.4g}\n", v.total_params, v.active_params,
+                             v.flops_per_token);
+  }
+}
+
 void print_plan(const StudyPlan& plan) {
   std::cout << fmt::format("study '{}': {} variants x {} seeds = {} runs in {}\n\n", plan.name,
                            plan.variants.size(), plan.seeds.size(), plan.runs.size(),
                            plan.out_root);
-  std::cout << fmt::format("{:<16} {:>5} {:>12} {:>12} {:>12}  {}\n", "variant", "seed", "total",
+  const size_t w = name_width(plan);
+  std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>12}  {}\n", "variant", w, "seed", "total",
                            "active", "tokens", "command (run dir = config's folder)");
   const std::string binary = current_executable();
   for (const auto& run : plan.runs) {
     for (const auto& v : plan.variants) {
       if (v.name != run.variant) continue;
-      std::cout << fmt::format("{:<16} {:>5} {:>12} {:>12} {:>12}  {}\n", v.name, run.seed,
+      std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>12}  {}\n", v.name, w, run.seed,
                                v.total_params, v.active_params, v.tokens,
                                shell_join(train_command(run, plan.ranks, binary)));
     }
@@ -67,6 +93,7 @@ void print_plan(const StudyPlan& plan) {
     }
   }
   std::cout << "\n";
+  if (!plan.axes.empty()) print_grid(plan);
 }
 
 void run_study(const StudyOptions& o) {

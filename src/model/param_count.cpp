@@ -96,4 +96,13 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
   throw InputError("params --knob: expected \"d_ff\" or \"d_model\", got \"" + knob + "\"");
 }
 
+double model_flops_per_token(const Config& cfg) {
+  const ParamCounts counts = count_params(cfg);
+  const double head_matmul = static_cast<double>(cfg.model.vocab_size) * cfg.model.d_model;
+  const double non_embedding_active =
+      static_cast<double>(counts.active - counts.embedding - counts.head) + head_matmul;
+  const double attention_scores = 12.0 * cfg.model.n_layers * cfg.model.seq_len * cfg.model.d_model;
+  return 6.0 * non_embedding_active + attention_scores;
+}
+
 }  // namespace moelab

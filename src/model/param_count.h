@@ -37,4 +37,13 @@ struct MatchResult {
 // d_ff is left as it is.
 MatchResult match_dense(const Config& moe_cfg, const std::string& target, const std::string& knob);
 
+// Training FLOPs per token (forward + backward), the PaLM-paper estimate:
+//   6 * N  +  12 * n_layers * seq_len * d_model
+// N = active non-embedding parameters including the output head (the head is a
+// matmul even when tied; the embedding lookup is not), from count_params: for an
+// MoE that counts top_k routed experts, shared experts and the router. The second
+// term is the attention scores and weighted sum (QK^T and AV, forward and
+// backward) over the full seq_len window, not halved for causality.
+double model_flops_per_token(const Config& cfg);
+
 }  // namespace moelab

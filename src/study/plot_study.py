@@ -6,6 +6,11 @@ Reads curves.csv (variant,seed,step,tokens,val_loss) and gap_curves.csv
 curves.png (validation loss per variant, mean with a +-1 sample-std band over
 seeds) and gaps.png (each paired gap over training, same band). At a step where
 only one seed has a value the band is omitted (no spread to show).
+
+For a grid study it also reads axis_summary.csv (variant,kind,<axes>,n,
+best_mean,best_std,...) and writes axis.png: best validation loss (mean with
++-1 std error bars) against the first axis column, one line per value of the
+second axis column and per kind (moe / matched dense).
 """
 import csv
 import os
@@ -55,6 +60,48 @@ def save(fig, path):
     os.replace(tmp, path)
 
 
+def plot_axes(study_dir):
+    path = os.path.join(study_dir, "axis_summary.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = [r for r in reader if r[header.index("best_mean")]]
+    axes = header[2:header.index("n")]
+    if not rows or not axes:
+        return
+    x_labels = []
+    for r in rows:
+        if r[2] not in x_labels:
+            x_labels.append(r[2])
+    try:
+        x_of = {label: float(label) for label in x_labels}
+    except ValueError:  # categorical values: evenly spaced, in study order
+        x_of = {label: float(i) for i, label in enumerate(x_labels)}
+    lines = defaultdict(list)
+    for r in rows:
+        key = (r[3] if len(axes) > 1 else "", r[1])
+        std = r[header.index("best_std")]
+        lines[key].append((x_of[r[2]], float(r[header.index("best_mean")]),
+                           float(std) if std else 0.0))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (line, kind), points in sorted(lines.items()):
+        points.sort()
+        label = (f"{axes[1]} = {line}, " if len(axes) > 1 else "") + kind
+        ax.errorbar([p[0] for p in points], [p[1] for p in points],
+                    yerr=[p[2] for p in points], marker="o", capsize=3,
+                    linestyle="-" if kind == "moe" else "--", label=label)
+    ax.set_xticks(sorted(set(x_of.values())))
+    ax.set_xticklabels([lb for lb, _ in sorted(x_of.items(), key=lambda kv: kv[1])])
+    ax.set_xlabel(axes[0])
+    ax.set_ylabel("best validation loss")
+    ax.set_title("Best validation loss (mean ± std over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, os.path.join(study_dir, "axis.png"))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
@@ -77,6 +124,7 @@ def main():
     ax.set_ylabel("validation loss gap (a - b)")
     ax.set_title("Paired gaps over training (mean ± std over seeds)")
     save(fig, os.path.join(study_dir, "gaps.png"))
+    plot_axes(study_dir)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "study/axis_report.h"
 #include "study/support_files.h"
 #include "study/train_command.h"
 #include "util/atomic_file.h"
@@ -147,6 +148,7 @@ StudyReport build_report(const StudyPlan& plan) {
   for (const auto& run : plan.runs) {
     report.runs.push_back(read_run_result(run.variant, run.seed, run.dir));
   }
+  report.axis_order = plan.axes;
   for (const auto& v : plan.variants) {
     VariantSummary s;
     s.planned = v;
@@ -228,6 +230,7 @@ std::string summary_markdown(const StudyReport& report) {
                         format_mean_std(p.best_gap), format_mean_std(p.final_gap));
     }
   }
+  md += axis_summary_markdown(report, report.axis_order);
   md += "\n## Missing or unfinished runs (excluded)\n\n";
   if (report.missing() == 0) md += "None: every planned run finished.\n";
   for (const auto& r : report.runs) {
@@ -235,8 +238,8 @@ std::string summary_markdown(const StudyReport& report) {
       md += fmt::format("- {} seed {}: {} (`{}`)\n", r.variant, r.seed, r.problem, r.dir);
   }
   md +=
-      "\nFiles: `curves.csv`, `gap_curves.csv`, `summary.json`; plots `curves.png`, "
-      "`gaps.png` when matplotlib was available.\n";
+      "\nFiles: `curves.csv`, `gap_curves.csv`, `summary.json` (and `axis_summary.csv` for a "
+      "grid); plots `curves.png`, `gaps.png` (and `axis.png`) when matplotlib was available.\n";
   return md;
 }
 
@@ -245,6 +248,9 @@ void write_report_tables(const StudyReport& report, const std::string& dir) {
   write_file_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
   write_file_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
   write_file_atomically(dir + "/summary.md", summary_markdown(report));
+  if (!report.axis_order.empty()) {
+    write_file_atomically(dir + "/axis_summary.csv", axis_summary_csv(report, report.axis_order));
+  }
 }
 
 bool render_plots(const std::string& dir, const std::string& script) {
@@ -261,15 +267,18 @@ bool render_plots(const std::string& dir, const std::string& script) {
   return true;
 }
 
-StudyReport write_study_report(const StudyPlan& plan, const std::string& dir, bool plots) {
+StudyReport write_study_report(const StudyPlan& plan, const std::string& dir, bool plots,
+                               const std::string& x, const std::string& lines) {
   StudyReport report = build_report(plan);
+  report.axis_order = axis_order(plan, x, lines);
   write_report_tables(report, dir);
   spdlog::info("report: {}/summary.md ({} of {} runs finished)", dir,
                report.runs.size() - report.missing(), report.runs.size());
   if (!plots) return report;
   try {
     if (render_plots(dir, find_support_file("src/study/plot_study.py"))) {
-      spdlog::info("plots: {}/curves.png, {}/gaps.png", dir, dir);
+      spdlog::info("plots: {}/curves.png, {}/gaps.png{}", dir, dir,
+                   report.axis_order.empty() ? "" : ", " + dir + "/axis.png");
     }
   } catch (const InputError& e) {
     spdlog::warn("{}; skipping the plots", e.what());

@@ -31,7 +31,8 @@ struct PairSummary {
 
 struct StudyReport {
   StudyPlan plan;
-  std::vector<RunResult> runs;  // in plan order
+  std::vector<std::string> axis_order;  // the plan's axes, x first (axis_report.h)
+  std::vector<RunResult> runs;          // in plan order
   std::vector<VariantSummary> variants;
   std::vector<PairSummary> pairs;
   size_t missing() const;  // runs without a usable DONE
@@ -39,7 +40,8 @@ struct StudyReport {
 
 StudyReport build_report(const StudyPlan& plan);
 
-// Writes summary.md, summary.json, curves.csv and gap_curves.csv into `dir`.
+// Writes summary.md, summary.json, curves.csv and gap_curves.csv into `dir`,
+// and axis_summary.csv for a grid study.
 void write_report_tables(const StudyReport& report, const std::string& dir);
 std::string summary_markdown(const StudyReport& report);
 
@@ -50,7 +52,9 @@ bool render_plots(const std::string& dir, const std::string& script);
 
 // The whole report into `dir`: tables, then (if `plots`) the plots from
 // plot_study.py (found with find_support_file; skipped with a warning when
-// unavailable).
-StudyReport write_study_report(const StudyPlan& plan, const std::string& dir, bool plots = true);
+// unavailable). A grid study's results go against its axes with `x` along the
+// x axis and one line per value of `lines` (empty: the study's axis order).
+StudyReport write_study_report(const StudyPlan& plan, const std::string& dir, bool plots = true,
+                               const std::string& x = "", const std::string& lines = "");
 
 }  // namespace moelab

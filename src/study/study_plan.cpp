@@ -94,6 +94,7 @@ StudyPlan plan_study(const StudySpec& spec) {
   plan.seeds = spec.seeds;
   plan.ranks = spec.ranks;
   plan.threads = spec.threads;
+  for (const auto& axis : spec.axes) plan.axes.push_back(axis.name);
   std::map<std::string, MatchOutcome> matches;
   const auto resolved = resolve_variants(spec, matches);
   for (const auto& v : spec.variants) {
@@ -104,7 +105,9 @@ StudyPlan plan_study(const StudySpec& spec) {
                       counts.total,
                       counts.active,
                       cfg.train.max_steps * batch_tokens(cfg),
-                      std::nullopt};
+                      std::nullopt,
+                      v.point,
+                      model_flops_per_token(cfg)};
     if (v.match) {
       pv.match = matches.at(v.name);
       plan.pairs.push_back({v.name, v.match->variant});
@@ -144,13 +147,17 @@ std::string manifest_json(const StudyPlan& plan) {
   j["seeds"] = plan.seeds;
   j["ranks"] = plan.ranks;
   j["threads"] = plan.threads;
+  j["axes"] = plan.axes;
   j["variants"] = json::array();
   for (const auto& v : plan.variants) {
     json jv = {{"name", v.name},
                {"moe", v.moe},
                {"total_params", v.total_params},
                {"active_params", v.active_params},
-               {"tokens", v.tokens}};
+               {"tokens", v.tokens},
+               {"flops_per_token", v.flops_per_token},
+               {"point", json::array()}};
+    for (const auto& [axis, label] : v.point) jv["point"].push_back({axis, label});
     if (v.match) {
       jv["match"] = {{"variant", v.match->variant},
                      {"target", v.match->target},
@@ -183,9 +190,18 @@ StudyPlan read_study_manifest(const std::string& study_dir) {
     plan.seeds = j.at("seeds").get<std::vector<int64_t>>();
     plan.ranks = j.at("ranks");
     plan.threads = j.at("threads");
+    // Manifests written before grids existed have no axes, points or FLOPs.
+    plan.axes = j.value("axes", std::vector<std::string>{});
     for (const auto& jv : j.at("variants")) {
-      PlannedVariant v{jv.at("name"),          jv.at("moe"),    jv.at("total_params"),
-                       jv.at("active_params"), jv.at("tokens"), std::nullopt};
+      PlannedVariant v{jv.at("name"),
+                       jv.at("moe"),
+                       jv.at("total_params"),
+                       jv.at("active_params"),
+                       jv.at("tokens"),
+                       std::nullopt,
+                       {},
+                       jv.value("flops_per_token", 0.0)};
+      for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
       if (jv.contains("match")) {
         const auto& m = jv["match"];
         v.match = MatchOutcome{m.at("variant"),       m.at("target"),      m.at("knob"),

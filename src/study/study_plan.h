@@ -30,6 +30,8 @@ struct PlannedVariant {
   int64_t active_params = 0;
   int64_t tokens = 0;  // train.max_steps * global batch tokens
   std::optional<MatchOutcome> match;
+  std::vector<AxisValue> point;  // its grid coordinates (empty off the grid)
+  double flops_per_token = 0;    // model_flops_per_token (model/param_count.h)
 };
 
 struct PlannedRun {
@@ -55,6 +57,7 @@ struct StudyPlan {
   std::vector<int64_t> seeds;
   int64_t ranks = 1;
   int64_t threads = 1;
+  std::vector<std::string> axes;  // the swept axes, in study order
   std::vector<PlannedVariant> variants;
   std::vector<PlannedRun> runs;  // variant-major, seeds in study order
   std::vector<VariantPair> pairs;

@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -117,12 +118,10 @@ std::string toml_literal(const toml::node& n, const std::string& key, const std:
   return os.str();
 }
 
-// A `set` table of dotted config keys, e.g. { "moe.num_experts" = 4 }. Keys are
-// checked against the config schema here so a typo fails before anything runs.
-std::vector<StudyOverride> read_overrides(const toml::node& node, const std::string& context,
-                                          const std::string& file) {
-  const toml::table& table = as_table(node, context, file);
-  // TOML++ iterates keys sorted by name; file order reads better in messages.
+// TOML++ iterates keys sorted by name; file order is what the user wrote (and
+// the order overrides apply in).
+std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(
+    const toml::table& table) {
   std::vector<std::pair<const toml::key*, const toml::node*>> entries;
   for (auto&& [key, value] : table) entries.emplace_back(&key, &value);
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
@@ -130,8 +129,30 @@ std::vector<StudyOverride> read_overrides(const toml::node& node, const std::str
     const auto& y = b.first->source().begin;
     return x.line != y.line ? x.line < y.line : x.column < y.column;
   });
+  return entries;
+}
+
+// `key=value` checked against the config schema here, so a typo fails before
+// anything runs.
+StudyOverride checked_override(const std::string& key, const toml::node& value,
+                               const std::string& at, const std::string& context,
+                               const std::string& file) {
+  StudyOverride o{key + "=" + toml_literal(value, key, file), at};
+  Config probe;
+  try {
+    apply_override(probe, o.assignment);
+  } catch (const InputError& e) {
+    throw InputError(at + ": " + context + ": " + e.what());
+  }
+  return o;
+}
+
+// A `set` table of dotted config keys, e.g. { "moe.num_experts" = 4 }. Keys are
+// checked against the config schema here so a typo fails before anything runs.
+std::vector<StudyOverride> read_overrides(const toml::node& node, const std::string& context,
+                                          const std::string& file) {
   std::vector<StudyOverride> out;
-  for (const auto& [key_ptr, value_ptr] : entries) {
+  for (const auto& [key_ptr, value_ptr] : in_file_order(as_table(node, context, file))) {
     const toml::key& key = *key_ptr;
     const toml::node& value = *value_ptr;
     const std::string name(key.str());
@@ -141,14 +162,7 @@ std::vector<StudyOverride> read_overrides(const toml::node& node, const std::str
                        "' is a table; write config keys quoted and dotted, e.g. "
                        "\"moe.num_experts\" = 4");
     }
-    StudyOverride o{name + "=" + toml_literal(value, name, file), at};
-    Config probe;
-    try {
-      apply_override(probe, o.assignment);
-    } catch (const InputError& e) {
-      throw InputError(at + ": " + context + ": " + e.what());
-    }
-    out.push_back(std::move(o));
+    out.push_back(checked_override(name, value, at, context, file));
   }
   return out;
 }
@@ -175,6 +189,125 @@ std::vector<int64_t> read_seeds(const toml::table& study, const std::string& fil
   return seeds;
 }
 
+void check_variant_name(const std::string& name, const std::string& at) {
+  if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+          std::string::npos ||
+      name[0] == '.') {
+    throw InputError(at + ": variant name '" + name +
+                     "' is used as a folder name; use letters, digits, '_', '-', '.'");
+  }
+}
+
+// A value as a label: strings bare, numbers and booleans as TOML writes them.
+std::string label_of(const toml::node& n, const std::string& key, const std::string& file) {
+  if (auto* str = n.as_string()) return str->get();
+  return toml_literal(n, key, file);
+}
+
+const toml::array& non_empty_array(const toml::node& n, const std::string& what,
+                                   const std::string& file) {
+  const toml::array* arr = n.as_array();
+  if (!arr || arr->empty())
+    throw InputError(where(n, file) + ": " + what + " must be a non-empty array");
+  return *arr;
+}
+
+AxisSpec read_axis(const toml::node& node, const std::string& file) {
+  const toml::table& t = as_table(node, "[[axis]]", file);
+  check_keys(t, {"key", "name", "values", "set"}, "[[axis]]", file);
+  AxisSpec axis;
+  axis.origin = where(node, file);
+  const std::string key = read_string(t, "key", "axis", file, false);
+  const std::string name = read_string(t, "name", "axis", file, false);
+  if (key.empty() == name.empty() || key.empty() != (t.get("set") != nullptr)) {
+    throw InputError(axis.origin +
+                     ": [[axis]] takes either key = \"<config key>\" and values, or name, "
+                     "values and set = { \"<config key>\" = [one value per entry of values] }");
+  }
+  axis.name = key.empty() ? name : key;
+  const toml::node* values_node = t.get("values");
+  if (!values_node) throw InputError(axis.origin + ": [[axis]] '" + axis.name + "' has no values");
+  const toml::array& values = non_empty_array(*values_node, "axis.values", file);
+  const std::string context = "axis '" + axis.name + "'";
+  for (const auto& v : values) {
+    const std::string label = label_of(v, axis.name, file);
+    if (std::find(axis.labels.begin(), axis.labels.end(), label) != axis.labels.end()) {
+      throw InputError(where(v, file) + ": " + context + ": value " + label + " appears twice");
+    }
+    axis.labels.push_back(label);
+    axis.sets.emplace_back();
+    if (!key.empty())
+      axis.sets.back().push_back(checked_override(key, v, where(v, file), context, file));
+  }
+  if (const toml::node* set = t.get("set")) {
+    for (const auto& [k, column_ptr] : in_file_order(as_table(*set, context + ".set", file))) {
+      const std::string config_key(k->str());
+      const toml::node& column = *column_ptr;
+      const toml::array& entries = non_empty_array(column, context + ".set." + config_key, file);
+      if (entries.size() != values.size()) {
+        throw InputError(where(column, file) + ": " + context + ".set.\"" + config_key + "\" has " +
+                         std::to_string(entries.size()) + " entries for " +
+                         std::to_string(values.size()) + " values");
+      }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        axis.sets[i].push_back(
+            checked_override(config_key, entries[i], where(entries[i], file), context, file));
+      }
+    }
+  }
+  return axis;
+}
+
+std::vector<AxisSpec> read_axes(const toml::table& root, const std::string& file) {
+  std::vector<AxisSpec> axes;
+  const toml::node* n = root.get("axis");
+  if (!n) return axes;
+  const toml::array* arr = n->as_array();
+  if (!arr) throw InputError(where(*n, file) + ": 'axis' must be an array of tables [[axis]]");
+  for (const auto& a : *arr) {
+    axes.push_back(read_axis(a, file));
+    for (size_t i = 0; i + 1 < axes.size(); ++i) {
+      if (axes[i].name == axes.back().name) {
+        throw InputError(axes.back().origin + ": axis '" + axes.back().name + "' is swept twice");
+      }
+    }
+  }
+  return axes;
+}
+
+// Folder-safe: the axis name after its last '.', then the value.
+std::string point_name(const std::vector<AxisValue>& point) {
+  std::string name;
+  for (const auto& [axis, label] : point) {
+    std::string part = axis.substr(axis.rfind('.') + 1) + label;
+    for (char& c : part) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '-';
+    }
+    name += (name.empty() ? "" : "_") + part;
+  }
+  return name;
+}
+
+// The cartesian product of the axes, the first axis varying slowest.
+std::vector<VariantSpec> grid_variants(const std::vector<AxisSpec>& axes) {
+  std::vector<VariantSpec> points(1);
+  for (const auto& axis : axes) {
+    std::vector<VariantSpec> next;
+    for (const auto& p : points) {
+      for (size_t i = 0; i < axis.labels.size(); ++i) {
+        VariantSpec v = p;
+        v.set.insert(v.set.end(), axis.sets[i].begin(), axis.sets[i].end());
+        v.point.emplace_back(axis.name, axis.labels[i]);
+        v.origin = axis.origin;
+        next.push_back(std::move(v));
+      }
+    }
+    points = std::move(next);
+  }
+  for (auto& p : points) p.name = point_name(p.point);
+  return points;
+}
+
 VariantMatch read_match(const toml::node& node, const std::string& context,
                         const std::string& file) {
   const toml::table& t = as_table(node, context + ".match", file);
@@ -187,36 +320,58 @@ VariantMatch read_match(const toml::node& node, const std::string& context,
   return m;
 }
 
-std::vector<VariantSpec> read_variants(const toml::table& root, const std::string& file) {
+// The grid points, then each [[variant]]; a variant matching "*" becomes one
+// matched variant per grid point, named <variant>_<point>.
+std::vector<VariantSpec> read_variants(const toml::table& root, const std::vector<AxisSpec>& axes,
+                                       const std::string& file) {
+  std::vector<VariantSpec> variants;
+  if (!axes.empty()) variants = grid_variants(axes);
+  const std::vector<VariantSpec> grid = variants;
   const toml::node* n = root.get("variant");
-  if (!n) throw InputError(file + ": no [[variant]] tables; a study needs at least one variant");
-  const toml::array* arr = n->as_array();
-  if (!arr || arr->empty()) {
+  if (!n && variants.empty()) {
+    throw InputError(file +
+                     ": no [[variant]] tables and no [[axis]]; a study needs at least one "
+                     "variant");
+  }
+  const toml::array* arr = n ? n->as_array() : nullptr;
+  if (n && (!arr || arr->empty())) {
     throw InputError(where(*n, file) + ": 'variant' must be an array of tables [[variant]]");
   }
-  std::vector<VariantSpec> variants;
   std::set<std::string> names;
-  for (const auto& v : *arr) {
+  for (const auto& v : variants) names.insert(v.name);
+  auto add = [&](VariantSpec spec, const std::string& at) {
+    check_variant_name(spec.name, at);
+    if (!names.insert(spec.name).second) {
+      throw InputError(at + ": variant '" + spec.name + "' is defined twice");
+    }
+    variants.push_back(std::move(spec));
+  };
+  static const toml::array none;
+  for (const auto& v : arr ? *arr : none) {
     const toml::table& t = as_table(v, "[[variant]]", file);
     check_keys(t, {"name", "set", "match"}, "[[variant]]", file);
     VariantSpec spec;
     spec.origin = where(v, file);
     spec.name = read_string(t, "name", "variant", file, true);
-    if (spec.name.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
-            std::string::npos ||
-        spec.name[0] == '.') {
-      throw InputError(where(*t.get("name"), file) + ": variant name '" + spec.name +
-                       "' is used as a folder name; use letters, digits, '_', '-', '.'");
-    }
-    if (!names.insert(spec.name).second) {
-      throw InputError(where(*t.get("name"), file) + ": variant '" + spec.name +
-                       "' is defined twice");
-    }
+    const std::string at = where(*t.get("name"), file);
     const std::string context = "variant '" + spec.name + "'";
     if (const toml::node* s = t.get("set")) spec.set = read_overrides(*s, context + ".set", file);
     if (const toml::node* m = t.get("match")) spec.match = read_match(*m, context, file);
-    variants.push_back(std::move(spec));
+    if (!spec.match || spec.match->variant != "*") {
+      add(std::move(spec), at);
+      continue;
+    }
+    if (grid.empty()) {
+      throw InputError(spec.match->origin + ": " + context +
+                       " matches \"*\" (every grid point), but the study has no [[axis]]");
+    }
+    for (const auto& point : grid) {
+      VariantSpec matched = spec;
+      matched.name = spec.name + "_" + point.name;
+      matched.match->variant = point.name;
+      matched.point = point.point;
+      add(std::move(matched), at);
+    }
   }
   for (const auto& v : variants) {
     if (!v.match) continue;
@@ -274,7 +429,7 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
     throw InputError(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
                      ": TOML syntax error: " + std::string(e.description()));
   }
-  check_keys(root, {"study", "variant", "slurm"}, "the study file", path);
+  check_keys(root, {"study", "axis", "variant", "slurm"}, "the study file", path);
   const toml::node* study_node = root.get("study");
   if (!study_node) throw InputError(path + ": missing [study] table");
   const toml::table& study = as_table(*study_node, "[study]", path);
@@ -297,7 +452,8 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
   spec.threads = read_int(study, "threads", "study", path, 1, 1);
   spec.parallel_runs = read_int(study, "parallel_runs", "study", path, 1, 1);
   if (const toml::node* s = study.get("set")) spec.set = read_overrides(*s, "study.set", path);
-  spec.variants = read_variants(root, path);
+  spec.axes = read_axes(root, path);
+  spec.variants = read_variants(root, spec.axes, path);
   if (const toml::node* s = root.get("slurm")) spec.slurm = read_slurm(*s, path);
   return spec;
 }

@@ -1,12 +1,14 @@
 // A study file: one base config, named variants as overrides of it (or dense
-// models matched to another variant's parameter count), a list of seeds, how
-// each run is launched and where the runs go. Parsing is strict: an unknown key
+// models matched to another variant's parameter count), optionally a grid of
+// variants swept over axes, a list of seeds, how each run is launched and
+// where the runs go. Parsing is strict: an unknown key
 // is an InputError naming file:line:col with a did-you-mean.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace moelab {
@@ -26,10 +28,25 @@ struct VariantMatch {
   std::string origin;
 };
 
+// One grid point's coordinate: an axis and the label of its value there.
+using AxisValue = std::pair<std::string, std::string>;
+
 struct VariantSpec {
   std::string name;
   std::vector<StudyOverride> set;  // applied after study.set (and after matching)
   std::optional<VariantMatch> match;
+  std::vector<AxisValue> point;  // grid variants (and matches to them): the axis values
+  std::string origin;
+};
+
+// A swept axis ([[axis]]): either one config key and its values, or a name
+// whose values each set several keys (parallel arrays in `set`). The study's
+// grid is the cartesian product of its axes: one variant per point, named from
+// the values, e.g. "num_experts16_granularity2".
+struct AxisSpec {
+  std::string name;                              // the config key, or the axis name
+  std::vector<std::string> labels;               // each value as written
+  std::vector<std::vector<StudyOverride>> sets;  // the overrides of each value
   std::string origin;
 };
 
@@ -55,7 +72,8 @@ struct StudySpec {
   int64_t threads = 1;   // OMP/torch threads per rank
   int64_t parallel_runs = 1;
   std::vector<StudyOverride> set;
-  std::vector<VariantSpec> variants;
+  std::vector<AxisSpec> axes;
+  std::vector<VariantSpec> variants;  // the grid points first, then the [[variant]]s
   SlurmSpec slurm;
 };
 

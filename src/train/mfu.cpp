@@ -4,8 +4,6 @@
 #include <chrono>
 #include <limits>
 
-#include "model/param_count.h"
-
 namespace moelab {
 
 namespace {
@@ -54,15 +52,6 @@ double matmul_peak_flops(torch::ScalarType dtype, int threads, const torch::Devi
   }
   torch::set_num_threads(previous_threads);
   return peak;
-}
-
-double model_flops_per_token(const Config& cfg) {
-  const ParamCounts counts = count_params(cfg);
-  const double head_matmul = static_cast<double>(cfg.model.vocab_size) * cfg.model.d_model;
-  const double non_embedding_active =
-      static_cast<double>(counts.active - counts.embedding - counts.head) + head_matmul;
-  const double attention_scores = 12.0 * cfg.model.n_layers * cfg.model.seq_len * cfg.model.d_model;
-  return 6.0 * non_embedding_active + attention_scores;
 }
 
 }  // namespace moelab

@@ -1,10 +1,12 @@
-// Model FLOPs utilisation: the FLOPs a step must do (by the formula below) over the
-// matmul peak this machine reaches, measured rather than taken from a datasheet.
+// Model FLOPs utilisation: the FLOPs a step must do (model_flops_per_token in
+// model/param_count.h) over the matmul peak this machine reaches, measured
+// rather than taken from a datasheet.
 #pragma once
 
 #include <torch/torch.h>
 
 #include "config/config.h"
+#include "model/param_count.h"
 
 namespace moelab {
 
@@ -18,14 +20,5 @@ namespace moelab {
 double matmul_peak_flops(torch::ScalarType dtype, int threads,
                          const torch::Device& device = torch::Device(torch::kCPU),
                          int64_t max_size = 0, double seconds_per_size = 0.15);
-
-// Training FLOPs per token (forward + backward), the PaLM-paper estimate:
-//   6 * N  +  12 * n_layers * seq_len * d_model
-// N = active non-embedding parameters including the output head (the head is a
-// matmul even when tied; the embedding lookup is not), from count_params: for an
-// MoE that counts top_k routed experts, shared experts and the router. The second
-// term is the attention scores and weighted sum (QK^T and AV, forward and
-// backward) over the full seq_len window, not halved for causality.
-double model_flops_per_token(const Config& cfg);
 
 }  // namespace moelab

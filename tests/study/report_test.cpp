@@ -17,20 +17,7 @@ namespace {
 using testing::read_file;
 using testing::TempDir;
 using testing::write_file;
-
-// Validation at steps 5 and 10: best + 0.5, then best.
-void write_run(const std::string& dir, double best, bool done) {
-  write_file(dir + "/val.csv", "step,tokens,val_loss,best_val_loss\n5,640," +
-                                   std::to_string(best + 0.5) + "," + std::to_string(best + 0.5) +
-                                   "\n10,1280," + std::to_string(best) + "," +
-                                   std::to_string(best) + "\n");
-  if (done) {
-    write_file(dir + "/DONE",
-               "{\"steps\": 10, \"tokens\": 1280, \"best_val_loss\": " + std::to_string(best) +
-                   ", \"final_val_loss\": " + std::to_string(best + 0.01) +
-                   ", \"nonfinite_steps\": 0, \"wall_seconds\": 2.0}\n");
-  }
-}
+using testing::write_run;
 
 class ReportTest : public ::testing::Test {
  protected:

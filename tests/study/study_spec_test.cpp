@@ -9,17 +9,8 @@
 namespace moelab {
 namespace {
 
+using testing::error_of;
 using testing::tiny_study;
-
-// The InputError message parse_study throws for `text`, or "" if none.
-std::string error_of(const std::string& text) {
-  try {
-    parse_study(text, "/studies/s.toml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(StudySpec, ParsesVariantsSeedsAndPaths) {
   const StudySpec s = parse_study(

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "common/temp_dir.h"
+#include "study/study_spec.h"
+#include "util/error.h"
 
 namespace moelab::testing {
 
@@ -18,6 +20,31 @@ inline void write_file(const std::string& path, const std::string& text) {
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The InputError message parse_study throws for `text`, or "" if none.
+inline std::string error_of(const std::string& text) {
+  try {
+    parse_study(text, "/studies/s.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A fabricated run folder: validation at steps 5 and 10 (best + 0.5, then
+// best) and, when `done`, its DONE record.
+inline void write_run(const std::string& dir, double best, bool done) {
+  write_file(dir + "/val.csv", "step,tokens,val_loss,best_val_loss\n5,640," +
+                                   std::to_string(best + 0.5) + "," + std::to_string(best + 0.5) +
+                                   "\n10,1280," + std::to_string(best) + "," +
+                                   std::to_string(best) + "\n");
+  if (done) {
+    write_file(dir + "/DONE",
+               "{\"steps\": 10, \"tokens\": 1280, \"best_val_loss\": " + std::to_string(best) +
+                   ", \"final_val_loss\": " + std::to_string(best + 0.01) +
+                   ", \"nonfinite_steps\": 0, \"wall_seconds\": 2.0}\n");
+  }
 }
 
 // d_model 32, 2 layers, seq_len 32: trains in about a second on one core.
