@@ -1,6 +1,10 @@
-// Which global experts an expert-parallel rank holds: rank p of a group of
-// `ep_size` holds the contiguous block [p*E/ep, (p+1)*E/ep). The one place
-// this rule lives, so dispatch, process groups and checkpoints agree.
+// Which global experts each rank of an expert-parallel group holds. The one
+// place this rule lives, so dispatch, process groups and checkpoints agree.
+// Every rank holds E/ep experts (each list in id order):
+// - equal widths: rank p holds the contiguous block [p*E/ep, (p+1)*E/ep);
+// - heterogeneous widths (moe.expert_widths): widest first, each expert goes
+//   to the rank with the least total width that still has room (ties: the
+//   lower rank), so the ranks hold about the same total width.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +12,11 @@
 
 namespace moelab {
 
-inline std::vector<int64_t> experts_of_ep_rank(int64_t ep_rank, int64_t ep_size,
-                                               int64_t num_experts) {
-  const int64_t per_rank = num_experts / ep_size;
-  std::vector<int64_t> ids(per_rank);
-  for (int64_t i = 0; i < per_rank; ++i) ids[i] = ep_rank * per_rank + i;
-  return ids;
-}
+// widths: one per global expert; its size must be a multiple of ep_size.
+std::vector<std::vector<int64_t>> place_experts(const std::vector<int64_t>& widths,
+                                                int64_t ep_size);
+
+// Rank ep_rank's block for num_experts experts of equal width.
+std::vector<int64_t> experts_of_ep_rank(int64_t ep_rank, int64_t ep_size, int64_t num_experts);
 
 }  // namespace moelab

@@ -95,7 +95,7 @@ std::string join(const std::vector<int64_t>& values, const char* open, const cha
 }  // namespace
 
 std::vector<int64_t> ProcessGroups::local_expert_ids() const {
-  return experts_of_ep_rank(ep_rank, ep_size, num_experts);
+  return placement.empty() ? std::vector<int64_t>{} : placement[ep_rank];
 }
 
 std::string ProcessGroups::layout() const {
@@ -107,8 +107,7 @@ std::string ProcessGroups::layout() const {
   for (int p = 0; p < ep_size; ++p) {
     std::vector<int64_t> ranks;
     for (int r = p; r < world_size; r += ep_size) ranks.push_back(r);
-    out << (p ? "; " : ": ") << "experts "
-        << join(experts_of_ep_rank(p, ep_size, num_experts), "[", "]") << " on ranks "
+    out << (p ? "; " : ": ") << "experts " << join(placement[p], "[", "]") << " on ranks "
         << join(ranks, "{", "}");
   }
   return out.str();
@@ -132,6 +131,7 @@ ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::st
   groups.ep_size = static_cast<int>(ep);
   groups.ep_rank = static_cast<int>(control->rank() % ep);
   groups.num_experts = num_experts;
+  if (num_experts > 0) groups.placement = place_experts(std::vector<int64_t>(num_experts, 1), ep);
   groups.control = control;
   // Before any NCCL communicator exists: it binds to the current device.
   if (tensors_on_cuda) select_local_cuda_device();
@@ -150,8 +150,13 @@ ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::st
 }
 
 ProcessGroups make_process_groups(const Config& config) {
-  return make_process_groups(config.parallel.ep, config.moe.num_experts, config.parallel.backend,
-                             config.train.device == "cuda", config.source);
+  ProcessGroups groups =
+      make_process_groups(config.parallel.ep, config.moe.num_experts, config.parallel.backend,
+                          config.train.device == "cuda", config.source);
+  if (!config.moe.expert_widths.empty()) {
+    groups.placement = place_experts(config.moe.expert_widths, groups.ep_size);
+  }
+  return groups;
 }
 
 }  // namespace moelab

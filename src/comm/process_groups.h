@@ -25,6 +25,7 @@ struct ProcessGroups {
   int ep_size = 1;
   int ep_rank = 0;
   int64_t num_experts = 0;
+  std::vector<std::vector<int64_t>> placement;  // per EP rank: its global experts (placement.h)
   std::string backend;  // resolved: "mpi", "nccl" or "local" (no MPI initialised)
 
   // Global ids of the experts this rank holds.
@@ -43,7 +44,8 @@ struct ProcessGroups {
 ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::string& backend,
                                   bool tensors_on_cuda, const std::string& source = "");
 
-// The same from a run configuration (train.device decides whether tensors are on CUDA).
+// The same from a run configuration (train.device decides whether tensors are
+// on CUDA; moe.expert_widths, where the experts go).
 ProcessGroups make_process_groups(const Config& config);
 
 }  // namespace moelab

@@ -30,6 +30,7 @@ struct MoeConfig {
   int64_t num_experts = 4;
   int64_t top_k = 2;
   int64_t d_expert = 512;
+  std::vector<int64_t> expert_widths;  // heterogeneous experts: one width each ([] = d_expert)
   int64_t num_shared_experts = 0;
   int64_t d_shared = 0;                  // shared-expert width; 0 = num_shared_experts * d_expert
   std::string gate = "topk_softmax";     // "topk_softmax" (Mixtral) | "full_softmax"
@@ -41,6 +42,10 @@ struct MoeConfig {
   double z_loss_coef = 0.001;            // router z-loss beta
   std::string stats = "global";          // "global" | "micro_batch" load-balance statistics
 
+  // Routed expert e's SwiGLU width.
+  int64_t expert_width(int64_t e) const {
+    return expert_widths.empty() ? d_expert : expert_widths[size_t(e)];
+  }
   // The width of the one always-on SwiGLU (0: none).
   int64_t shared_width() const { return d_shared > 0 ? d_shared : num_shared_experts * d_expert; }
 };

@@ -91,6 +91,14 @@ void assign(Field& f, const toml::node& n, const std::string& at) {
   } else if (auto* const* b = std::get_if<bool*>(&f.value)) {
     if (!n.is_boolean()) throw bad_type();
     **b = n.as_boolean()->get();
+  } else if (auto* const* list = std::get_if<std::vector<int64_t>*>(&f.value)) {
+    const toml::array* arr = n.as_array();
+    if (!arr) throw bad_type();
+    (*list)->clear();
+    for (const auto& x : *arr) {
+      if (!x.is_integer()) throw bad_type();
+      (*list)->push_back(x.as_integer()->get());
+    }
   } else {
     if (!n.is_string()) throw bad_type();
     *std::get<std::string*>(f.value) = n.as_string()->get();
@@ -246,6 +254,10 @@ void validate(const Config& c, int world_size) {
     require(
         e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
         kv("parallel.ep", c.parallel.ep) + " must divide " + kv("moe.num_experts", e.num_experts));
+    require(e.expert_widths.empty() || int64_t(e.expert_widths.size()) == e.num_experts, c,
+            "moe.expert_widths",
+            "moe.expert_widths lists " + std::to_string(e.expert_widths.size()) + " widths for " +
+                kv("moe.num_experts", e.num_experts));
     // Every rank must move the routing bias the same way, so it follows the
     // global load, never one micro-batch's.
     require(e.balance != "aux_free" || e.stats == "global", c, "moe.stats",

@@ -30,6 +30,15 @@ Field real(std::string key, double* p, double min, bool min_exclusive, std::stri
   return f;
 }
 
+Field integers(std::string key, std::vector<int64_t>* p, double min, std::string help) {
+  Field f;
+  f.key = std::move(key);
+  f.value = p;
+  f.min = min;
+  f.help = std::move(help);
+  return f;
+}
+
 Field flag(std::string key, bool* p, std::string help) {
   Field f;
   f.key = std::move(key);
@@ -91,6 +100,10 @@ std::string Field::allowed() const {
     for (size_t i = 0; i < choices.size(); ++i) os << (i ? ", " : "") << quote(choices[i]);
     return os.str();
   }
+  if (std::holds_alternative<std::vector<int64_t>*>(value)) {
+    os << "a list of integers >= " << int64_t(*min);
+    return os.str();
+  }
   const bool is_int = std::holds_alternative<int64_t*>(value);
   os << (is_int ? "an integer" : "a number");
   auto num = [&](double v) { return is_int ? std::to_string(int64_t(v)) : format_number(v); };
@@ -114,6 +127,10 @@ std::string Field::check() const {
     for (const auto& c : choices)
       if (c == **s) return "";
     return "expected " + allowed();
+  } else if (auto* const* list = std::get_if<std::vector<int64_t>*>(&value)) {
+    for (int64_t x : **list)
+      if (x < *min) return "expected " + allowed();
+    return "";
   } else {
     return "";
   }
@@ -126,6 +143,13 @@ std::string Field::value_string() const {
   if (auto* const* i = std::get_if<int64_t*>(&value)) return std::to_string(**i);
   if (auto* const* d = std::get_if<double*>(&value)) return format_number(**d);
   if (auto* const* b = std::get_if<bool*>(&value)) return **b ? "true" : "false";
+  if (auto* const* list = std::get_if<std::vector<int64_t>*>(&value)) {
+    std::string out = "[";
+    for (size_t i = 0; i < (*list)->size(); ++i) {
+      out += (i ? ", " : "") + std::to_string((**list)[i]);
+    }
+    return out + "]";
+  }
   return quote(*std::get<std::string*>(value));
 }
 
@@ -161,6 +185,8 @@ std::vector<Field> schema(Config& c) {
       integer("moe.num_experts", &e.num_experts, 1, "routed experts per layer"),
       integer("moe.top_k", &e.top_k, 1, "experts per token"),
       integer("moe.d_expert", &e.d_expert, 1, "SwiGLU hidden width of each expert"),
+      integers("moe.expert_widths", &e.expert_widths, 1,
+               "one width per expert (heterogeneous experts; [] = d_expert for all)"),
       integer("moe.num_shared_experts", &e.num_shared_experts, 0, "always-on experts"),
       integer("moe.d_shared", &e.d_shared, 0,
               "shared-expert width (0 = num_shared_experts * d_expert)"),

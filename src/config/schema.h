@@ -14,8 +14,8 @@ namespace moelab {
 
 struct Field {
   std::string key;  // "section.name"
-  std::variant<int64_t*, double*, bool*, std::string*> value;
-  std::optional<double> min;  // numbers: smallest allowed value (inclusive)
+  std::variant<int64_t*, double*, bool*, std::string*, std::vector<int64_t>*> value;
+  std::optional<double> min;  // numbers (and list entries): smallest allowed value (inclusive)
   std::optional<double> max;  // numbers: largest allowed value (inclusive)
   bool min_exclusive = false;
   std::vector<std::string> choices;  // strings: allowed values (empty = any)

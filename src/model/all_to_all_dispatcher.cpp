@@ -38,18 +38,43 @@ std::vector<int64_t> block_sums(const std::vector<int64_t>& values, int64_t bloc
 
 }  // namespace
 
-AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts)
-    : group_(std::move(ep_group)), num_experts_(num_experts) {
-  if (num_experts_ < 1 || num_experts_ % group_->size() != 0) {
-    throw std::invalid_argument("AllToAllDispatcher: " + std::to_string(num_experts_) +
-                                " experts cannot be split over an EP group of " +
+AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<Communicator> ep_group,
+                                       std::vector<std::vector<int64_t>> placement)
+    : group_(std::move(ep_group)), placement_(std::move(placement)), num_experts_(0) {
+  if (int64_t(placement_.size()) != group_->size()) {
+    throw std::invalid_argument("AllToAllDispatcher: placement for " +
+                                std::to_string(placement_.size()) + " ranks, EP group of " +
                                 std::to_string(group_->size()));
   }
-  local_experts_ = num_experts_ / group_->size();
+  local_experts_ = static_cast<int64_t>(placement_.front().size());
+  std::vector<int64_t> slots;
+  for (const auto& ids : placement_) {
+    if (int64_t(ids.size()) != local_experts_) {
+      throw std::invalid_argument("AllToAllDispatcher: every rank must hold as many experts");
+    }
+    num_experts_ += local_experts_;
+  }
+  slots.assign(num_experts_, -1);
+  int64_t slot = 0;
+  for (const auto& ids : placement_) {
+    for (int64_t gid : ids) slots.at(gid) = slot++;
+  }
+  slots.push_back(num_experts_);  // for ids past the last expert: still invalid after the map
+  slot_of_ = torch::tensor(slots, torch::kLong);
 }
 
+AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts)
+    : AllToAllDispatcher(ep_group, [&] {
+        if (num_experts < 1 || num_experts % ep_group->size() != 0) {
+          throw std::invalid_argument("AllToAllDispatcher: " + std::to_string(num_experts) +
+                                      " experts cannot be split over an EP group of " +
+                                      std::to_string(ep_group->size()));
+        }
+        return place_experts(std::vector<int64_t>(num_experts, 1), ep_group->size());
+      }()) {}
+
 std::vector<int64_t> AllToAllDispatcher::local_expert_ids() const {
-  return experts_of_ep_rank(group_->rank(), group_->size(), num_experts_);
+  return placement_[group_->rank()];
 }
 
 DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
@@ -62,7 +87,13 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
   }
   Stopwatch watch;
   auto routing = std::make_unique<Routing>();
-  routing->sorted = sort_assignments(expert_ids, num_experts_);
+  if (slot_of_.device() != expert_ids.device()) slot_of_ = slot_of_.to(expert_ids.device());
+  // Negative ids (-1: dropped) stay as they are; ids past the last expert map
+  // to E; sort_assignments rejects both kinds of bad id in its one read-back.
+  const auto slots = torch::where(
+      expert_ids < 0, expert_ids,
+      slot_of_.index_select(0, expert_ids.clamp(0, num_experts_).flatten()).view_as(expert_ids));
+  routing->sorted = sort_assignments(slots, num_experts_);
   const std::vector<int64_t>& send_counts = routing->sorted.counts;
   const torch::Tensor send = gather_assignments(hidden, routing->sorted);
   routing->send_rows = block_sums(send_counts, local_experts_);

@@ -28,8 +28,12 @@ struct DispatchTimings {
 
 class AllToAllDispatcher : public TokenDispatcher {
  public:
-  // ep_group: the ranks that split the experts; rank p holds global experts
-  // [p*E/ep, (p+1)*E/ep). num_experts must be a multiple of the group size.
+  // ep_group: the ranks that split the experts; rank p holds placement[p]
+  // (comm/expert_placement.h), the same number of experts on every rank.
+  AllToAllDispatcher(std::shared_ptr<Communicator> ep_group,
+                     std::vector<std::vector<int64_t>> placement);
+  // Experts of equal width: rank p holds [p*E/ep, (p+1)*E/ep). num_experts
+  // must be a multiple of the group size.
   AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts);
 
   DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
@@ -48,8 +52,13 @@ class AllToAllDispatcher : public TokenDispatcher {
   };
 
   std::shared_ptr<Communicator> group_;
+  std::vector<std::vector<int64_t>> placement_;
   int64_t num_experts_;
   int64_t local_experts_;
+  // Global expert id -> its slot: the position in the ranks' lists laid end to
+  // end, so sorting by slot groups the rows by destination rank, then by the
+  // destination's local expert.
+  torch::Tensor slot_of_;
   std::unique_ptr<Routing> routing_;
   DispatchTimings timings_;
 };

@@ -1,5 +1,6 @@
 #include "model/experts.h"
 
+#include <algorithm>
 #include <string>
 
 #include "util/error.h"
@@ -19,9 +20,14 @@ torch::Tensor stacked(const std::vector<SwiGLU>& experts, torch::Tensor SwiGLUIm
 }  // namespace
 
 ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<int64_t>& global_ids)
+    : ExpertsImpl(d_model, std::vector<int64_t>(global_ids.size(), d_expert), global_ids) {}
+
+ExpertsImpl::ExpertsImpl(int64_t d_model, const std::vector<int64_t>& widths,
+                         const std::vector<int64_t>& global_ids)
     : global_ids_(global_ids) {
-  for (int64_t gid : global_ids_) {
-    experts_.push_back(register_module(std::to_string(gid), SwiGLU(d_model, d_expert)));
+  for (size_t i = 0; i < global_ids_.size(); ++i) {
+    experts_.push_back(
+        register_module(std::to_string(global_ids_[i]), SwiGLU(d_model, widths.at(i))));
   }
 }
 
@@ -37,7 +43,10 @@ torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
   // _grouped_mm wants every row of every operand 16-byte aligned.
   const bool aligned = !experts_.empty() && experts_.front()->w2.size(0) % 8 == 0 &&
                        experts_.front()->w2.size(1) % 8 == 0;
-  if (dispatched.tokens.scalar_type() == torch::kBFloat16 && aligned) {
+  const bool same_width = std::all_of(experts_.begin(), experts_.end(), [&](const SwiGLU& e) {
+    return e->w2.size(1) == experts_.front()->w2.size(1);
+  });
+  if (dispatched.tokens.scalar_type() == torch::kBFloat16 && aligned && same_width) {
     return forward_grouped(dispatched);
   }
   return forward_each(dispatched);

@@ -1,4 +1,5 @@
-// The routed experts this rank holds: SwiGLU FFNs of width d_expert, each
+// The routed experts this rank holds: SwiGLU FFNs (of one width, or of a width
+// each for heterogeneous experts), each
 // registered under its GLOBAL expert id ("<gid>.w1", ...), so parameter names
 // (and checkpoints) do not depend on how experts are spread over ranks.
 //
@@ -6,8 +7,8 @@
 // expert's rows, no padding: LibTorch's _grouped_mm), which on CUDA replaces
 // 3 x E small kernels by 3; on the CPU it measured level with a matmul per
 // expert (oneDNN runs the groups one by one). Other dtypes, whose grouped
-// matmul LibTorch lacks on the CPU, and widths not a multiple of 8 run one
-// expert at a time.
+// matmul LibTorch lacks on the CPU, experts of different widths and widths
+// not a multiple of 8 run one expert at a time.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,6 +23,9 @@ namespace moelab {
 class ExpertsImpl : public torch::nn::Module {
  public:
   ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<int64_t>& global_ids);
+  // widths[i]: the hidden width of the expert global_ids[i].
+  ExpertsImpl(int64_t d_model, const std::vector<int64_t>& widths,
+              const std::vector<int64_t>& global_ids);
   // Rows grouped by local expert (as a dispatcher returns them); outputs stay
   // in the same row order. Experts that got no rows still take part, so every
   // expert has a (zero) gradient.

@@ -16,8 +16,10 @@ MoeLayerImpl::MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> d
   router = register_module(
       "router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate, cfg.moe.capacity_factor,
                        cfg.moe.drop_policy, balance_ == "aux_free"));
-  experts =
-      register_module("experts", Experts(d, cfg.moe.d_expert, dispatcher_->local_expert_ids()));
+  const auto ids = dispatcher_->local_expert_ids();
+  std::vector<int64_t> widths;
+  for (int64_t gid : ids) widths.push_back(cfg.moe.expert_width(gid));
+  experts = register_module("experts", Experts(d, widths, ids));
   if (cfg.moe.shared_width() > 0) {
     shared = register_module("shared", SwiGLU(d, cfg.moe.shared_width()));
   }

@@ -21,8 +21,13 @@ ParamCounts count_params(const Config& cfg) {
   if (cfg.moe.enabled) {
     const auto& moe = cfg.moe;
     c.router = layers * d * moe.num_experts;
-    c.experts_total = layers * moe.num_experts * swiglu_per_width * moe.d_expert;
-    c.experts_active = layers * moe.top_k * swiglu_per_width * moe.d_expert;
+    int64_t widths = 0;
+    for (int64_t e = 0; e < moe.num_experts; ++e) widths += moe.expert_width(e);
+    c.experts_total = layers * swiglu_per_width * widths;
+    // Heterogeneous experts: what a token activates on average under uniform
+    // routing (top_k times the mean width), rounded to whole units.
+    c.experts_active =
+        layers * swiglu_per_width * ((moe.top_k * widths + moe.num_experts / 2) / moe.num_experts);
     c.shared_experts = layers * swiglu_per_width * moe.shared_width();
   } else {
     c.dense_ffn = layers * swiglu_per_width * m.d_ff;

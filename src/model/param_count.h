@@ -16,7 +16,7 @@ struct ParamCounts {
   int64_t dense_ffn = 0;  // dense models only
   int64_t router = 0;
   int64_t experts_total = 0;   // all routed experts
-  int64_t experts_active = 0;  // top_k of num_experts per token
+  int64_t experts_active = 0;  // top_k experts per token (heterogeneous: of mean width)
   int64_t shared_experts = 0;
   int64_t head = 0;  // 0 when tied to the embedding
   int64_t total = 0;

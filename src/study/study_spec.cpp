@@ -111,9 +111,19 @@ std::string toml_literal(const toml::node& n, const std::string& key, const std:
     if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
   } else if (auto* b = n.as_boolean()) {
     os << (b->get() ? "true" : "false");
+  } else if (auto* arr = n.as_array()) {  // e.g. moe.expert_widths = [512, 256]
+    os << '[';
+    for (size_t i = 0; i < arr->size(); ++i) {
+      if ((*arr)[i].is_array() || (*arr)[i].is_table()) {
+        throw InputError(where((*arr)[i], file) + ": '" + key +
+                         "': expected a list of plain values");
+      }
+      os << (i ? ", " : "") << toml_literal((*arr)[i], key, file);
+    }
+    os << ']';
   } else {
     throw InputError(where(n, file) + ": '" + key +
-                     "': expected a string, number or boolean config value");
+                     "': expected a string, number, boolean or list config value");
   }
   return os.str();
 }

@@ -57,9 +57,9 @@ MoeContext moe_context(const Config& cfg, const ProcessGroups& groups) {
   if (!cfg.moe.enabled) return ctx;
   if (groups.ep_size > 1) {
     auto ep = groups.ep;
-    const int64_t experts = cfg.moe.num_experts;
-    ctx.make_dispatcher = [ep, experts](int64_t) {
-      return std::make_shared<AllToAllDispatcher>(ep, experts);
+    const auto placement = groups.placement;
+    ctx.make_dispatcher = [ep, placement](int64_t) {
+      return std::make_shared<AllToAllDispatcher>(ep, placement);
     };
   }
   if (cfg.moe.stats == "global" && groups.dp->size() > 1) {

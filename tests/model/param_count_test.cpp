@@ -52,6 +52,15 @@ TEST(ParamCount, SharedExpertOfItsOwnWidth) {
   EXPECT_EQ(c.shared_experts, 2 * 3 * 16 * 5);
 }
 
+TEST(ParamCount, HeterogeneousExpertsCountTheMeanWidthAsActive) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.expert_widths = {20, 4, 12, 8};  // mean 11, top-2
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  EXPECT_EQ(c.experts_total, 2 * 3 * 16 * 44);
+  EXPECT_EQ(c.experts_active, 2 * 3 * 16 * 22);
+}
+
 TEST(ParamCount, ReferenceConfigByHand) {
   const auto c = count_params(reference_moe());
   EXPECT_EQ(c.embedding, 4096 * 256);

@@ -154,6 +154,12 @@ TEST(Reference, MoeAuxFreeBiasSteersTheChoiceOnly) {
   expect_matches_reference(cfg);
 }
 
+TEST(Reference, MoeHeterogeneousExpertWidths) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.expert_widths = {20, 4, 12, 8};
+  expect_matches_reference(cfg);
+}
+
 TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
   Config cfg = testing::tiny_config(true);
   cfg.moe.balance = "none";

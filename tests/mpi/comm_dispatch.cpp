@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "comm/expert_placement.h"
 #include "comm/local_communicator.h"
 #include "comm/process_groups.h"
 #include "model/all_to_all_dispatcher.h"
@@ -43,13 +44,11 @@ RankBatch make_batch(int world_rank, uint64_t trial, bool with_drops) {
 // Rows rank `ep_rank` of the EP group starting at world rank `first` must
 // receive: per local expert, per source rank, that source's assignments to
 // the expert in (token, slot) order.
-DispatchedTokens reference_dispatch(int first, int ep, int ep_rank, uint64_t trial,
-                                    bool with_drops) {
-  const int64_t local = kExperts / ep;
+DispatchedTokens reference_dispatch(int first, int ep, const std::vector<int64_t>& local_ids,
+                                    uint64_t trial, bool with_drops) {
   DispatchedTokens want;
   std::vector<torch::Tensor> rows;
-  for (int64_t e = 0; e < local; ++e) {
-    const int64_t expert = ep_rank * local + e;
+  for (int64_t expert : local_ids) {
     int64_t count = 0;
     for (int source = first; source < first + ep; ++source) {
       const RankBatch batch = make_batch(source, trial, with_drops);
@@ -85,11 +84,14 @@ Layout world_layout() {
   return {world->size(), world->rank()};
 }
 
-TEST(AllToAllDispatch, MatchesReferenceForEveryEp) {
+// Experts placed by width (comm/expert_placement.h) when `widths` is given,
+// else in contiguous blocks.
+void expect_matches_reference(const std::vector<int64_t>& widths) {
   const Layout layout = world_layout();
   for (int ep = 1; ep <= layout.world_size; ep *= 2) {
     ProcessGroups groups = make_process_groups(ep, kExperts, "mpi", false);
-    AllToAllDispatcher dispatcher(groups.ep, kExperts);
+    if (!widths.empty()) groups.placement = place_experts(widths, ep);
+    AllToAllDispatcher dispatcher(groups.ep, groups.placement);
     EXPECT_EQ(dispatcher.local_expert_ids(), groups.local_expert_ids());
     for (uint64_t trial = 0; trial < 4; ++trial) {
       const bool drops = trial % 2 == 1;
@@ -97,8 +99,8 @@ TEST(AllToAllDispatch, MatchesReferenceForEveryEp) {
                    " trial " + std::to_string(trial) + " rank " + std::to_string(layout.rank));
       const RankBatch batch = make_batch(layout.rank, trial, drops);
       const DispatchedTokens got = dispatcher.dispatch(batch.hidden, batch.expert_ids);
-      const DispatchedTokens want =
-          reference_dispatch(layout.rank / ep * ep, ep, groups.ep_rank, trial, drops);
+      const DispatchedTokens want = reference_dispatch(layout.rank / ep * ep, ep,
+                                                       dispatcher.local_expert_ids(), trial, drops);
       EXPECT_EQ(got.counts, want.counts);
       EXPECT_TRUE(torch::equal(got.tokens, want.tokens));
 
@@ -112,6 +114,19 @@ TEST(AllToAllDispatch, MatchesReferenceForEveryEp) {
     }
     EXPECT_EQ(dispatcher.timings().calls, 4);
   }
+}
+
+TEST(AllToAllDispatch, MatchesReferenceForEveryEp) {
+  expect_matches_reference({});
+}
+
+// Heterogeneous widths place experts out of id order (at ep 2: ranks hold
+// {0, 1, 4, 6} and {2, 3, 5, 7}), so rows must be grouped by destination, not id.
+TEST(AllToAllDispatch, MatchesReferenceForExpertsPlacedByWidth) {
+  const std::vector<int64_t> widths = {8, 1, 1, 8, 4, 4, 2, 2};
+  EXPECT_EQ(place_experts(widths, 2),
+            (std::vector<std::vector<int64_t>>{{0, 1, 4, 6}, {2, 3, 5, 7}}));
+  expect_matches_reference(widths);
 }
 
 TEST(AllToAllDispatch, IdentityExpertsReturnTheInputExactly) {
@@ -157,7 +172,8 @@ TEST(AllToAllDispatch, WorldOfOneWithoutMpiIsALocalPermutation) {
   const RankBatch batch = make_batch(layout.rank, 5, true);
   const DispatchedTokens got = dispatcher.dispatch(batch.hidden, batch.expert_ids);
   // A single rank's own assignments, as an EP group of one would see them.
-  const DispatchedTokens want = reference_dispatch(layout.rank, 1, 0, 5, true);
+  const DispatchedTokens want =
+      reference_dispatch(layout.rank, 1, experts_of_ep_rank(0, 1, kExperts), 5, true);
   EXPECT_EQ(got.counts, want.counts);
   EXPECT_TRUE(torch::equal(got.tokens, want.tokens));
   const torch::Tensor want_out =

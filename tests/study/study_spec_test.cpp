@@ -45,12 +45,13 @@ TEST(StudySpec, StringAndFloatOverridesBecomeTomlLiterals) {
   const StudySpec s = parse_study(
       "[study]\nname = \"x\"\nbase = \"b.toml\"\nseeds = [0]\nout_root = \"/o\"\n"
       "[[variant]]\nname = \"a\"\nset = { \"train.precision\" = \"fp32\", \"optim.lr\" = 1e-3, "
-      "\"optim.min_lr_ratio\" = 1.0 }\n",
+      "\"optim.min_lr_ratio\" = 1.0, \"moe.expert_widths\" = [64, 32] }\n",
       "s.toml");
-  ASSERT_EQ(s.variants[0].set.size(), 3u);
+  ASSERT_EQ(s.variants[0].set.size(), 4u);
   EXPECT_EQ(s.variants[0].set[0].assignment, "train.precision=\"fp32\"");
   EXPECT_EQ(s.variants[0].set[1].assignment, "optim.lr=0.001");
   EXPECT_EQ(s.variants[0].set[2].assignment, "optim.min_lr_ratio=1.0");
+  EXPECT_EQ(s.variants[0].set[3].assignment, "moe.expert_widths=[64, 32]");
 }
 
 TEST(StudySpec, UnknownVariantFieldNamesPlaceAndSuggestion) {

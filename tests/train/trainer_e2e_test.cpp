@@ -150,20 +150,22 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
   }
 }
 
-// Switch loss (4 experts, top-2); fine-grained experts; and the aux-free
-// routing bias, stepped hard enough to change the routing within 8 steps, so
-// a resume that lost it (it lives in the checkpoint) would leave the curve.
-INSTANTIATE_TEST_SUITE_P(Moe, LayoutInvariance,
-                         ::testing::Values(MoeVariant{"switch", ""},
-                                           MoeVariant{"fine",
-                                                      "--set moe.num_experts=16 --set moe.top_k=4 "
-                                                      "--set moe.d_expert=8"},
-                                           MoeVariant{"aux_free",
-                                                      "--set moe.balance=aux_free "
-                                                      "--set moe.bias_update_rate=0.05"}),
-                         [](const ::testing::TestParamInfo<MoeVariant>& info) {
-                           return info.param.name;
-                         });
+// Switch loss (4 experts, top-2); fine-grained experts; the aux-free routing
+// bias, stepped hard enough to change the routing within 8 steps, so a resume
+// that lost it (it lives in the checkpoint) would leave the curve; and experts
+// of different widths, placed by width.
+INSTANTIATE_TEST_SUITE_P(
+    Moe, LayoutInvariance,
+    ::testing::Values(MoeVariant{"switch", ""},
+                      MoeVariant{"fine",
+                                 "--set moe.num_experts=16 --set moe.top_k=4 "
+                                 "--set moe.d_expert=8"},
+                      MoeVariant{"aux_free",
+                                 "--set moe.balance=aux_free "
+                                 "--set moe.bias_update_rate=0.05"},
+                      // At ep 2 the ranks hold experts {0, 2} and {1, 3}.
+                      MoeVariant{"hetero", "--set 'moe.expert_widths=[48,32,16,32]'"}),
+    [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, ConfigErrorOnEveryRankExitsTwoBeforeAnyCollective) {
   EXPECT_EQ(WEXITSTATUS(run(train("bad", "--set moe.enabled=true --set parallel.ep=3", 2))), 2);

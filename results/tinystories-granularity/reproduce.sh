@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Re-runs the expert count x granularity sweep on TinyStories at CPU scale from
+# the raw text to the plots and refreshes this folder: installs and builds what
+# is missing, prepares ../shared/data/tinystories (BPE 4096, V1 validation held
+# out), trains the 28 runs (about 1 h 40 min on 2 cores, two at a time; an
+# interrupted sweep resumes where it stopped), writes the report and copies it
+# here.
+#   results/tinystories-granularity/reproduce.sh [TINYSTORIES_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here="$root/results/tinystories-granularity"
+cd "$root"
+launch/install-deps.sh
+launch/build.sh
+moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+study=configs/studies/tinystories-granularity.toml
+runs=runs/studies/tinystories-granularity
+
+[[ -f data/tinystories/prep.json ]] ||
+  data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tinystories
+"$moelab" study run "$study"
+"$moelab" report "$runs" --x moe.num_experts --lines granularity
+
+cp "$runs"/{summary.md,summary.json,axis_summary.csv,curves.csv,curves.png,axis.png} "$here/"
+cp "$study" "$here/"
+mkdir -p "$here/configs"
+for run in "$runs"/*/seed*/; do
+  variant=$(basename "$(dirname "$run")")
+  cp "$run/config.resolved.toml" "$here/configs/$variant-$(basename "$run").toml"
+done
+echo "results refreshed in $here"
