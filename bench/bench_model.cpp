@@ -4,7 +4,7 @@
 // precision the step ran in. The step is the one bench/peers.sh compares with
 // the plain PyTorch peer, which times the same four parts.
 //
-// FLOPs per token: model_flops_per_token (model/param_count.h): 6 x active non-embedding
+// FLOPs per token: model_flops_per_token (config/param_count.h): 6 x active non-embedding
 // parameters (the head included) + 12 x n_layers x seq_len x d_model.
 //
 // bench_model                      dense (d_ff 1024) and MoE (4 x 512, top-2), fp32 and auto

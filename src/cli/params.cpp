@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/load.h"
-#include "model/param_count.h"
+#include "config/param_count.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

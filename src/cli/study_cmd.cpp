@@ -68,14 +68,16 @@ void print_plan(const StudyPlan& plan) {
                            plan.variants.size(), plan.seeds.size(), plan.runs.size(),
                            plan.out_root);
   const size_t w = name_width(plan);
-  std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>12}  {}\n", "variant", w, "seed", "total",
-                           "active", "tokens", "command (run dir = config's folder)");
+  std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>11} {:>7} {:>12}  {}\n", "variant", w,
+                           "seed", "total", "active", "FLOPs/tok", "steps", "tokens",
+                           "command (run dir = config's folder)");
   const std::string binary = current_executable();
   for (const auto& run : plan.runs) {
     for (const auto& v : plan.variants) {
       if (v.name != run.variant) continue;
-      std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>12}  {}\n", v.name, w, run.seed,
-                               v.total_params, v.active_params, v.tokens,
+      std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>11.4g} {:>7} {:>12}  {}\n", v.name, w,
+                               run.seed, v.total_params, v.active_params, v.flops_per_token,
+                               run.cfg.train.max_steps, v.tokens,
                                shell_join(train_command(run, plan.ranks, binary)));
     }
   }

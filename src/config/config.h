@@ -62,6 +62,7 @@ struct TrainConfig {
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string precision = "auto";  // "auto" | "fp32" | "bf16" (model/precision.h)
   int64_t max_steps = 1000;
+  double compute_budget = 0;        // training FLOPs; > 0 sets max_steps (apply_compute_budget)
   int64_t batch_seqs = 16;          // global batch in sequences (used when batch_tokens = 0)
   int64_t batch_tokens = 0;         // global batch in tokens; overrides batch_seqs when > 0
   int64_t micro_batch_seqs = 0;     // per-rank micro batch; 0 = whole local batch at once

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/param_count.h"
 #include "config/schema.h"
 #include "util/error.h"
 
@@ -223,6 +224,7 @@ Config parse_config(const std::string& text, const std::string& source,
   }
   read_table(cfg, root, source);
   for (const auto& o : overrides) apply_override(cfg, o);
+  apply_compute_budget(cfg);
   validate(cfg, world_size);
   return cfg;
 }

@@ -210,6 +210,8 @@ std::vector<Field> schema(Config& c) {
       text("train.precision", &t.precision, {"auto", "fp32", "bf16"},
            "compute precision; auto = bf16 where bf16 matmul is native (CUDA, AMX, AVX512-BF16)"),
       integer("train.max_steps", &t.max_steps, 1, "optimizer steps"),
+      real("train.compute_budget", &t.compute_budget, 0, false,
+           "training FLOPs; > 0 sets max_steps = budget / (FLOPs per token x batch tokens)"),
       integer("train.batch_seqs", &t.batch_seqs, 1, "global batch in sequences"),
       integer("train.batch_tokens", &t.batch_tokens, 0,
               "global batch in tokens (0 = use batch_seqs)"),

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load.h"
-#include "model/param_count.h"
+#include "config/param_count.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -98,7 +98,13 @@ StudyPlan plan_study(const StudySpec& spec) {
   std::map<std::string, MatchOutcome> matches;
   const auto resolved = resolve_variants(spec, matches);
   for (const auto& v : spec.variants) {
-    const Config& cfg = resolved.at(v.name);
+    Config cfg = resolved.at(v.name);
+    // After every override: a budget buys steps of this variant's FLOPs.
+    try {
+      apply_compute_budget(cfg);
+    } catch (const InputError& e) {
+      throw InputError(spec.file + ": variant '" + v.name + "': " + e.what());
+    }
     const ParamCounts counts = count_params(cfg);
     PlannedVariant pv{v.name,
                       cfg.moe.enabled,

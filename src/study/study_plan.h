@@ -31,7 +31,7 @@ struct PlannedVariant {
   int64_t tokens = 0;  // train.max_steps * global batch tokens
   std::optional<MatchOutcome> match;
   std::vector<AxisValue> point;  // its grid coordinates (empty off the grid)
-  double flops_per_token = 0;    // model_flops_per_token (model/param_count.h)
+  double flops_per_token = 0;    // model_flops_per_token (config/param_count.h)
 };
 
 struct PlannedRun {

@@ -1,12 +1,12 @@
 // Model FLOPs utilisation: the FLOPs a step must do (model_flops_per_token in
-// model/param_count.h) over the matmul peak this machine reaches, measured
+// config/param_count.h) over the matmul peak this machine reaches, measured
 // rather than taken from a datasheet.
 #pragma once
 
 #include <torch/torch.h>
 
 #include "config/config.h"
-#include "model/param_count.h"
+#include "config/param_count.h"
 
 namespace moelab {
 

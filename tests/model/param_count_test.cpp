@@ -1,7 +1,7 @@
 // Analytic parameter counts against the built module, and dense matching.
 #include <gtest/gtest.h>
 
-#include "model/param_count.h"
+#include "config/param_count.h"
 #include "model/transformer.h"
 #include "model_test_util.h"
 #include "util/error.h"
@@ -59,6 +59,39 @@ TEST(ParamCount, HeterogeneousExpertsCountTheMeanWidthAsActive) {
   EXPECT_EQ(c.total, module_params(cfg));
   EXPECT_EQ(c.experts_total, 2 * 3 * 16 * 44);
   EXPECT_EQ(c.experts_active, 2 * 3 * 16 * 22);
+}
+
+TEST(ComputeBudget, BuysTheWholeStepsItPaysFor) {
+  Config cfg = testing::tiny_config(true);
+  cfg.train.batch_seqs = 4;  // x seq_len 8 = 32 tokens a step
+  const double step = model_flops_per_token(cfg) * 32;
+  cfg.train.compute_budget = 10.9 * step;
+  apply_compute_budget(cfg);
+  EXPECT_EQ(cfg.train.max_steps, 10);
+  // At the same budget a dense model of the MoE's total size (more FLOPs per
+  // token) trains fewer steps.
+  Config dense = match_dense(cfg, "total", "d_ff").dense;
+  dense.train.compute_budget = cfg.train.compute_budget;
+  apply_compute_budget(dense);
+  EXPECT_LT(dense.train.max_steps, cfg.train.max_steps);
+  EXPECT_EQ(dense.train.max_steps,
+            static_cast<int64_t>(cfg.train.compute_budget / (model_flops_per_token(dense) * 32)));
+}
+
+TEST(ComputeBudget, UnderOneStepNamesTheKeyAndZeroLeavesMaxSteps) {
+  Config cfg = testing::tiny_config(false);
+  cfg.train.max_steps = 77;
+  apply_compute_budget(cfg);
+  EXPECT_EQ(cfg.train.max_steps, 77);
+  cfg.train.compute_budget = 1.0;
+  try {
+    apply_compute_budget(cfg);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.compute_budget = 1 FLOPs is less than one step"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ParamCount, ReferenceConfigByHand) {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "config/load.h"
-#include "model/param_count.h"
+#include "config/param_count.h"
 #include "study/study_plan.h"
 #include "study/study_spec.h"
 #include "study_test_util.h"
@@ -78,6 +78,21 @@ TEST_F(StudyPlanTest, MatchedDenseUnderExpertParallelismIsDataParallel) {
   // The match counts the same parameters as without expert parallelism.
   write_file(dir / "study.toml", testing::tiny_study(dir / "out", "[0]", "ranks = 2\n"));
   EXPECT_EQ(plan().variants[1].total_params, p.variants[1].total_params);
+}
+
+TEST_F(StudyPlanTest, ComputeBudgetSetsEachVariantsSteps) {
+  std::string text = testing::tiny_study(dir / "out");
+  text.replace(text.find("\"train.max_steps\" = 10"), 22, "\"train.compute_budget\" = 2e9");
+  write_file(dir / "study.toml", text);
+  const StudyPlan p = plan();
+  for (size_t v = 0; v < 3; ++v) {
+    const Config& cfg = p.runs[2 * v].cfg;
+    const int64_t steps = static_cast<int64_t>(2e9 / (p.variants[v].flops_per_token * 4 * 32));
+    EXPECT_EQ(cfg.train.max_steps, steps) << p.variants[v].name;
+    EXPECT_EQ(p.variants[v].tokens, steps * 4 * 32) << p.variants[v].name;
+  }
+  // The total-matched dense model costs more per token than the MoE.
+  EXPECT_LT(p.runs[4].cfg.train.max_steps, p.runs[0].cfg.train.max_steps);
 }
 
 TEST_F(StudyPlanTest, MatchingADenseVariantFails) {

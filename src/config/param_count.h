@@ -46,4 +46,10 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
 // backward) over the full seq_len window, not halved for causality.
 double model_flops_per_token(const Config& cfg);
 
+// train.compute_budget > 0: sets train.max_steps to the whole steps the budget
+// buys, floor(budget / (model_flops_per_token x global batch tokens)), and
+// records where it came from; InputError naming the key when that is under
+// one step. A budget of 0 leaves max_steps as it is.
+void apply_compute_budget(Config& cfg);
+
 }  // namespace moelab

@@ -1,4 +1,6 @@
-#include "model/param_count.h"
+#include "config/param_count.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -108,6 +110,25 @@ double model_flops_per_token(const Config& cfg) {
       static_cast<double>(counts.active - counts.embedding - counts.head) + head_matmul;
   const double attention_scores = 12.0 * cfg.model.n_layers * cfg.model.seq_len * cfg.model.d_model;
   return 6.0 * non_embedding_active + attention_scores;
+}
+
+void apply_compute_budget(Config& cfg) {
+  if (cfg.train.compute_budget <= 0) return;
+  const int64_t batch_tokens = cfg.train.batch_tokens > 0
+                                   ? cfg.train.batch_tokens
+                                   : cfg.train.batch_seqs * cfg.model.seq_len;
+  const double step_flops = model_flops_per_token(cfg) * static_cast<double>(batch_tokens);
+  const double steps = std::floor(cfg.train.compute_budget / step_flops);
+  auto it = cfg.origin.find("train.compute_budget");
+  const std::string where = it == cfg.origin.end() ? cfg.source : it->second;
+  if (steps < 1) {
+    throw InputError(fmt::format(
+        "{}: train.compute_budget = {:.4g} FLOPs is less than one step of {:.4g} FLOPs ({} "
+        "tokens x {:.4g} FLOPs per token)",
+        where, cfg.train.compute_budget, step_flops, batch_tokens, model_flops_per_token(cfg)));
+  }
+  cfg.train.max_steps = static_cast<int64_t>(steps);
+  cfg.origin["train.max_steps"] = where + " (from train.compute_budget)";
 }
 
 }  // namespace moelab
