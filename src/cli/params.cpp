@@ -1,6 +1,7 @@
 // `moelab params CONFIG [--set k=v ...] [--match active|total] [--knob d_ff|d_model]
-// [--write FILE]`: parameter counts by component, and the dense config that
-// matches an MoE config's active or total count.
+// [--activation-rate R [--experts E]] [--write FILE]`: parameter counts by
+// component, the dense config that matches an MoE config's active or total
+// count, or the MoE at activation rate R matching the config's total.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -23,6 +24,8 @@ struct ParamsOptions {
   std::vector<std::string> overrides;
   std::string match;
   std::string knob = "d_ff";
+  double activation_rate = 0;
+  int64_t experts = 0;
   std::string write_path;
 };
 
@@ -51,6 +54,24 @@ void run_params(const ParamsOptions& opt) {
     if (!opt.write_path.empty()) throw InputError("params --write needs --match active|total");
     return;
   }
+  if (opt.activation_rate > 0) {
+    if (opt.match != "total") throw InputError("params --activation-rate needs --match total");
+    // The MoE at this rate with the config's total size (typically a dense config).
+    const int64_t experts = opt.experts > 0 ? opt.experts : cfg.moe.num_experts;
+    const MatchResult m =
+        match_moe_total(cfg, experts, opt.activation_rate, count_params(cfg).total);
+    fmt::print(
+        "\nmatched MoE ({} experts, top_k {}, d_expert = {}; target total = {:L}): total {:L}, "
+        "mismatch {:+.4f}%\n",
+        experts, m.dense.moe.top_k, m.dense.moe.d_expert, m.target, m.dense_total,
+        100.0 * m.mismatch);
+    print_counts("matched MoE", count_params(m.dense));
+    if (!opt.write_path.empty()) {
+      write_file_atomically(opt.write_path, to_toml(m.dense));
+      fmt::print("wrote {}\n", opt.write_path);
+    }
+    return;
+  }
   if (!cfg.moe.enabled) {
     throw InputError("params --match: " + opt.config_path +
                      " is a dense config (moe.enabled = false); matching needs an MoE config");
@@ -77,7 +98,14 @@ void add_params_command(CLI::App& root) {
       ->check(CLI::IsMember({"active", "total"}));
   cmd->add_option("--knob", opt->knob, "Dense width to solve for")
       ->check(CLI::IsMember({"d_ff", "d_model"}));
-  cmd->add_option("--write", opt->write_path, "Write the matched dense config (TOML) here");
+  cmd->add_option("--activation-rate", opt->activation_rate,
+                  "With --match total: the MoE at top_k/num_experts = RATE with this config's "
+                  "total parameters (solves moe.d_expert)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--experts", opt->experts,
+                  "With --activation-rate: experts per layer (default: moe.num_experts)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--write", opt->write_path, "Write the matched config (TOML) here");
   cmd->callback([opt] { run_params(*opt); });
 }
 

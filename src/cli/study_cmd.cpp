@@ -84,10 +84,10 @@ void print_plan(const StudyPlan& plan) {
   for (const auto& v : plan.variants) {
     if (!v.match) continue;
     std::cout << fmt::format(
-        "\n{}: dense, {} matched to the {} parameters of '{}': target {}, achieved {} "
+        "\n{}: {}, {} matched to the {} parameters of '{}': target {}, achieved {} "
         "(mismatch {:+.3f}%)",
-        v.name, v.match->knob, v.match->target, v.match->variant, v.match->target_params,
-        v.match->dense_total, 100.0 * v.match->mismatch);
+        v.name, v.moe ? "MoE" : "dense", v.match->knob, v.match->target, v.match->variant,
+        v.match->target_params, v.match->dense_total, 100.0 * v.match->mismatch);
     const int64_t ep = expert_parallel_size(plan, v.match->variant);
     if (ep > 1) {
       std::cout << fmt::format("; parallel.ep = {} of '{}' dropped: all {} ranks data parallel", ep,

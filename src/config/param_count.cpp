@@ -103,6 +103,39 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
   throw InputError("params --knob: expected \"d_ff\" or \"d_model\", got \"" + knob + "\"");
 }
 
+MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate,
+                            int64_t target_total) {
+  const double k = rate * static_cast<double>(num_experts);
+  const int64_t top_k = std::llround(k);
+  if (!(rate > 0) || std::abs(k - static_cast<double>(top_k)) > 1e-9 || top_k < 1 ||
+      top_k > num_experts) {
+    throw InputError(fmt::format(
+        "activation rate {} of {} experts is not a whole top_k between 1 and {} (rate = top_k "
+        "/ num_experts)",
+        rate, num_experts, num_experts));
+  }
+  Config moe = base;
+  moe.moe.enabled = true;
+  moe.moe.num_experts = num_experts;
+  moe.moe.top_k = top_k;
+  moe.moe.num_shared_experts = 0;
+  moe.moe.d_shared = 0;
+  moe.moe.expert_widths.clear();
+  moe.parallel.ep = 1;
+  moe.moe.d_expert = 0;
+  const int64_t fixed = count_params(moe).total;
+  const int64_t per_unit = 3 * moe.model.d_model * moe.model.n_layers * num_experts;
+  if (target_total - fixed < per_unit) {
+    throw InputError(fmt::format(
+        "a total of {} parameters leaves no room for {} experts of width >= 1 ({} are outside "
+        "the experts)",
+        target_total, num_experts, fixed));
+  }
+  const int64_t guess = (target_total - fixed) / per_unit;
+  return closest(moe, target_total, std::max<int64_t>(1, guess - 1), guess + 1, 1,
+                 [](Config& c, int64_t w) { c.moe.d_expert = w; });
+}
+
 double model_flops_per_token(const Config& cfg) {
   const ParamCounts counts = count_params(cfg);
   const double head_matmul = static_cast<double>(cfg.model.vocab_size) * cfg.model.d_model;

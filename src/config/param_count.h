@@ -26,7 +26,7 @@ struct ParamCounts {
 ParamCounts count_params(const Config& cfg);
 
 struct MatchResult {
-  Config dense;        // moe.enabled = false, the chosen width set
+  Config dense;        // the matched config (match_dense: moe.enabled = false), width set
   int64_t target = 0;  // the MoE's active or total count
   int64_t dense_total = 0;
   double mismatch = 0.0;  // (dense_total - target) / target
@@ -36,6 +36,15 @@ struct MatchResult {
 // stays a multiple of 2 * n_heads (even head dim for RoPE) and of n_kv_heads;
 // d_ff is left as it is.
 MatchResult match_dense(const Config& moe_cfg, const std::string& target, const std::string& knob);
+
+// An MoE whose total parameter count matches `target_total` at an activation
+// rate of top_k / num_experts = rate: `base`'s model with moe.enabled,
+// top_k = rate x num_experts (which must come out whole, between 1 and
+// num_experts), shared experts and heterogeneous widths cleared, and d_expert
+// solved (the total is linear in it). `dense` holds that MoE config. InputError
+// naming the rate when no whole top_k fits or no d_expert >= 1 reaches the target.
+MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate,
+                            int64_t target_total);
 
 // Training FLOPs per token (forward + backward), the PaLM-paper estimate:
 //   6 * N  +  12 * n_layers * seq_len * d_model

@@ -50,13 +50,25 @@ std::map<std::string, Config> resolve_variants(const StudySpec& spec,
   for (const auto& v : spec.variants) {
     if (!v.match) continue;
     const auto it = resolved.find(v.match->variant);
-    if (it == resolved.end() || !it->second.moe.enabled) {
+    if (it == resolved.end()) {
+      throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
+                       "', which is itself matched; match a variant that is not");
+    }
+    MatchResult r;
+    if (v.match->activation_rate > 0) {
+      try {
+        r = match_moe_total(it->second, v.match->experts, v.match->activation_rate,
+                            count_params(it->second).total);
+      } catch (const InputError& e) {
+        throw InputError(v.match->origin + ": variant '" + v.name + "': " + e.what());
+      }
+    } else if (!it->second.moe.enabled) {
       throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
                        "', which is a dense model; match needs an MoE " +
                        "variant (moe.enabled = true) that is not itself matched");
+    } else {
+      r = match_dense(it->second, v.match->target, v.match->knob);
     }
-    Config moe = it->second;
-    MatchResult r = match_dense(moe, v.match->target, v.match->knob);
     Config cfg = r.dense;
     // The variant's own overrides come last (e.g. a different learning rate).
     apply_all(cfg, v.set, "variant '" + v.name + "'");

@@ -321,12 +321,24 @@ std::vector<VariantSpec> grid_variants(const std::vector<AxisSpec>& axes) {
 VariantMatch read_match(const toml::node& node, const std::string& context,
                         const std::string& file) {
   const toml::table& t = as_table(node, context + ".match", file);
-  check_keys(t, {"variant", "target", "knob"}, context + ".match", file);
+  check_keys(t, {"variant", "target", "knob", "activation_rate", "experts"}, context + ".match",
+             file);
   VariantMatch m;
   m.variant = read_string(t, "variant", context + ".match", file, true);
   m.target = choice(t, "target", context + ".match", file, "active", {"active", "total"});
   m.knob = choice(t, "knob", context + ".match", file, "d_ff", {"d_ff", "d_model"});
   m.origin = where(node, file);
+  if (const toml::node* rate = t.get("activation_rate")) {
+    const double r = rate->value<double>().value_or(0.0);
+    if (!(r > 0 && r <= 1) || m.target != "total" || !t.get("experts")) {
+      throw InputError(where(*rate, file) + ": " + context +
+                       ".match.activation_rate: expected a rate in (0, 1] with target = "
+                       "\"total\" and experts = <experts per layer>");
+    }
+    m.activation_rate = r;
+    m.knob = "d_expert";
+    m.experts = read_int(t, "experts", context + ".match", file, 0, 1);
+  }
   return m;
 }
 

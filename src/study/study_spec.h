@@ -20,11 +20,15 @@ struct StudyOverride {
   std::string origin;  // "file:line:col"
 };
 
-// A dense variant sized to match another (MoE) variant's parameter count.
+// A dense variant sized to match another (MoE) variant's parameter count; or,
+// with an activation rate, an MoE (top_k / experts = rate, d_expert solved)
+// matching another variant's total (config/param_count.h: match_moe_total).
 struct VariantMatch {
   std::string variant;            // the variant it matches
   std::string target = "active";  // "active" | "total"
   std::string knob = "d_ff";      // "d_ff" | "d_model"
+  double activation_rate = 0;     // > 0: an MoE at this rate (target "total")
+  int64_t experts = 0;            // with activation_rate: experts per layer
   std::string origin;
 };
 

@@ -94,6 +94,25 @@ TEST(ComputeBudget, UnderOneStepNamesTheKeyAndZeroLeavesMaxSteps) {
   }
 }
 
+TEST(MatchMoeTotal, SolvesExpertWidthAtAnActivationRate) {
+  Config dense = testing::tiny_config(false);
+  dense.model.d_ff = 96;
+  const int64_t target = count_params(dense).total;
+  for (const auto& [experts, rate] :
+       std::vector<std::pair<int64_t, double>>{{4, 0.5}, {8, 0.25}, {16, 0.0625}}) {
+    const MatchResult m = match_moe_total(dense, experts, rate, target);
+    EXPECT_TRUE(m.dense.moe.enabled);
+    EXPECT_EQ(m.dense.moe.num_experts, experts);
+    EXPECT_EQ(m.dense.moe.top_k, static_cast<int64_t>(rate * experts));
+    EXPECT_EQ(m.dense_total, count_params(m.dense).total);
+    EXPECT_EQ(m.dense_total, module_params(m.dense));
+    // Within half a width step of the target (3 d layers E per unit of d_expert).
+    EXPECT_LE(std::llabs(m.dense_total - target), 3 * 16 * 2 * experts / 2 + 1) << experts;
+  }
+  EXPECT_THROW(match_moe_total(dense, 8, 0.3, target), InputError);  // 2.4 experts
+  EXPECT_THROW(match_moe_total(dense, 8, 0.25, 1000), InputError);   // no room for experts
+}
+
 TEST(ParamCount, ReferenceConfigByHand) {
   const auto c = count_params(reference_moe());
   EXPECT_EQ(c.embedding, 4096 * 256);

@@ -95,6 +95,25 @@ TEST_F(StudyPlanTest, ComputeBudgetSetsEachVariantsSteps) {
   EXPECT_LT(p.runs[4].cfg.train.max_steps, p.runs[0].cfg.train.max_steps);
 }
 
+TEST_F(StudyPlanTest, MoeMatchedToADenseTotalAtAnActivationRate) {
+  write_file(dir / "study.toml",
+             "[study]\nname = \"rates\"\nbase = \"base.toml\"\nseeds = [0]\nout_root = \"" +
+                 (dir / "out") +
+                 "\"\n\n[[variant]]\nname = \"dense\"\nset = { \"model.d_ff\" = 256 }\n\n"
+                 "[[variant]]\nname = \"top1of8\"\nmatch = { variant = \"dense\", target = "
+                 "\"total\", activation_rate = 0.125, experts = 8 }\n");
+  const StudyPlan p = plan();
+  ASSERT_EQ(p.variants.size(), 2u);
+  EXPECT_TRUE(p.variants[1].moe);
+  EXPECT_EQ(p.runs[1].cfg.moe.num_experts, 8);
+  EXPECT_EQ(p.runs[1].cfg.moe.top_k, 1);
+  ASSERT_TRUE(p.variants[1].match);
+  EXPECT_EQ(p.variants[1].match->knob, "d_expert");
+  EXPECT_EQ(p.variants[1].match->target_params, p.variants[0].total_params);
+  EXPECT_LT(std::abs(p.variants[1].match->mismatch), 0.05);
+  EXPECT_LT(p.variants[1].active_params, p.variants[0].active_params);
+}
+
 TEST_F(StudyPlanTest, MatchingADenseVariantFails) {
   std::string text = testing::tiny_study(dir / "out");
   text.replace(text.find("variant = \"moe\", target = \"total\""), 15,
