@@ -27,7 +27,7 @@ class ReportTest : public ::testing::Test {
     plan.seeds = {0, 1, 2};
     plan.pairs = {{"dense_active", "moe"}, {"dense_total", "moe"}};
     for (const char* v : {"moe", "dense_active", "dense_total"}) {
-      plan.variants.push_back({v, std::string(v) == "moe", 1000, 500, 1280, std::nullopt});
+      plan.variants.push_back({v, std::string(v) == "moe", 1000, 500, 1280, std::nullopt, {}, 0.0});
       for (int64_t seed : plan.seeds) {
         PlannedRun r;
         r.variant = v;
