@@ -54,7 +54,8 @@ struct DataConfig {
   std::string dir = "";  // prepared dataset folder (holds train/ and val/)
   std::string train_split = "train";
   std::string val_split = "val";
-  int64_t prefetch = 4;  // batches read ahead on the loader thread
+  int64_t prefetch = 4;           // batches read ahead on the loader thread
+  int64_t max_unique_tokens = 0;  // > 0: train on the split's first N tokens, epoch after epoch
 };
 
 struct TrainConfig {

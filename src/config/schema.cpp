@@ -205,6 +205,8 @@ std::vector<Field> schema(Config& c) {
       text("data.train_split", &d.train_split, {}, "split trained on"),
       text("data.val_split", &d.val_split, {}, "split evaluated on"),
       integer("data.prefetch", &d.prefetch, 1, "batches read ahead"),
+      integer("data.max_unique_tokens", &d.max_unique_tokens, 0,
+              "> 0: train on the first N tokens of the split only, reshuffled every epoch"),
       integer("train.seed", &t.seed, 0, "seed for weights and data order"),
       text("train.device", &t.device, {"cpu", "cuda"}, "where tensors live"),
       text("train.precision", &t.precision, {"auto", "fp32", "bf16"},

@@ -1,5 +1,7 @@
 #include "data/batch_loader.h"
 
+#include <algorithm>
+
 #include "data/seeded_permutation.h"
 #include "data/token_stream.h"
 #include "util/error.h"
@@ -8,7 +10,7 @@ namespace moelab {
 
 BatchLoader::BatchLoader(const std::string& dataset_dir, const std::string& split, int64_t seq_len,
                          int64_t global_batch_seqs, int dp_rank, int dp_size, uint64_t seed,
-                         int prefetch)
+                         int prefetch, int64_t max_tokens)
     : global_batch_(global_batch_seqs), dp_rank_(dp_rank), seed_(seed), prefetch_(prefetch) {
   if (dp_size <= 0 || dp_rank < 0 || dp_rank >= dp_size) {
     throw InputError("data-parallel rank " + std::to_string(dp_rank) + " is outside [0, " +
@@ -22,12 +24,16 @@ BatchLoader::BatchLoader(const std::string& dataset_dir, const std::string& spli
   if (prefetch < 0) throw InputError("data.prefetch must be >= 0");
   local_batch_ = global_batch_seqs / dp_size;
   tokens_ = std::make_unique<WindowedTokens>(dataset_dir, split, seq_len + 1);
-  batches_per_epoch_ = tokens_->num_windows() / global_batch_;
+  windows_ = tokens_->num_windows();
+  if (max_tokens > 0) windows_ = std::min(windows_, max_tokens / (seq_len + 1));
+  batches_per_epoch_ = windows_ / global_batch_;
   if (batches_per_epoch_ == 0) {
-    throw InputError(tokens_->info().manifest_path + ": split has " +
-                     std::to_string(tokens_->num_windows()) + " windows of " +
-                     std::to_string(seq_len + 1) + " tokens, fewer than one global batch of " +
-                     std::to_string(global_batch_seqs));
+    throw InputError(
+        tokens_->info().manifest_path + ": " +
+        (max_tokens > 0 ? "data.max_unique_tokens = " + std::to_string(max_tokens) + " keeps "
+                        : std::string("split has ")) +
+        std::to_string(windows_) + " windows of " + std::to_string(seq_len + 1) +
+        " tokens, fewer than one global batch of " + std::to_string(global_batch_seqs));
   }
   start_prefetch(state_);
 }
@@ -37,7 +43,7 @@ BatchLoader::~BatchLoader() {
 }
 
 int64_t BatchLoader::windows_per_epoch() const {
-  return tokens_->num_windows();
+  return windows_;
 }
 
 const DatasetInfo& BatchLoader::info() const {
@@ -51,7 +57,7 @@ LoaderState BatchLoader::advance(LoaderState at) const {
 
 torch::Tensor BatchLoader::read_batch(const LoaderState& at) {
   if (order_epoch_ != at.epoch) {
-    order_ = seeded_permutation(tokens_->num_windows(), seed_, at.epoch);
+    order_ = seeded_permutation(windows_, seed_, at.epoch);
     order_epoch_ = at.epoch;
   }
   const int64_t first = at.position * global_batch_ + dp_rank_ * local_batch_;

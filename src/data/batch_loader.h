@@ -4,6 +4,8 @@
 // that order (a last partial batch is dropped), and rank r takes rows
 // [r*B/dp, (r+1)*B/dp). So the concatenation of all ranks' slices is the same
 // for every dp_size, and (epoch, position) is all a checkpoint needs to resume.
+// A data budget (max_tokens > 0) keeps only the split's first max_tokens /
+// (seq_len+1) windows, which every epoch then reshuffles: data reuse.
 #pragma once
 
 #include <torch/torch.h>
@@ -32,10 +34,12 @@ struct LoaderState {
 class BatchLoader {
  public:
   // prefetch = batches read ahead on a background thread (0 = read in next()).
-  // InputError if global_batch_seqs % dp_size != 0, the split has fewer windows
-  // than one global batch, or a shard fails verification.
+  // max_tokens > 0: only the split's first max_tokens tokens (whole windows).
+  // InputError if global_batch_seqs % dp_size != 0, the split (or the budget)
+  // has fewer windows than one global batch, or a shard fails verification.
   BatchLoader(const std::string& dataset_dir, const std::string& split, int64_t seq_len,
-              int64_t global_batch_seqs, int dp_rank, int dp_size, uint64_t seed, int prefetch);
+              int64_t global_batch_seqs, int dp_rank, int dp_size, uint64_t seed, int prefetch,
+              int64_t max_tokens = 0);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -63,6 +67,7 @@ class BatchLoader {
   int dp_rank_;
   uint64_t seed_;
   int prefetch_;
+  int64_t windows_ = 0;  // the windows an epoch visits
   int64_t batches_per_epoch_ = 0;
   LoaderState state_;
 

@@ -138,7 +138,8 @@ TrainSummary run_training(const Config& cfg) {
 
   const int64_t batch_seqs = global_batch_seqs(cfg);
   BatchLoader loader(cfg.data.dir, cfg.data.train_split, cfg.model.seq_len, batch_seqs, rank,
-                     world_size, uint64_t(cfg.train.seed), int(cfg.data.prefetch));
+                     world_size, uint64_t(cfg.train.seed), int(cfg.data.prefetch),
+                     cfg.data.max_unique_tokens);
   ValidationSet val(cfg.data.dir, cfg.data.val_split, cfg.model.seq_len, cfg.eval.max_windows);
   check_vocab_matches(loader.info(), cfg.model.vocab_size);
   check_same_tokenizer(loader.info(), val.info());
@@ -298,6 +299,7 @@ TrainSummary run_training(const Config& cfg) {
       if (log_now) {
         nlohmann::json line = {{"step", state.step},
                                {"tokens", state.tokens},
+                               {"epoch", state.loader.epoch},
                                {"lr", lr},
                                {"loss", loss},
                                {"aux_loss", losses[1].item<double>()},

@@ -58,6 +58,32 @@ TEST_F(BatchLoaderTest, BatchesHoldThePermutedWindows) {
   }
 }
 
+TEST_F(BatchLoaderTest, DataBudgetReusesTheFirstWindowsEveryEpoch) {
+  // 24 whole windows and 5 tokens: 24 windows, 3 batches of 8 an epoch.
+  BatchLoader budget(dir_.str(), "train", kSeqLen, 8, 0, 1, 3, 0, 24 * 8 + 5);
+  EXPECT_EQ(budget.windows_per_epoch(), 24);
+  EXPECT_EQ(budget.batches_per_epoch(), 3);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    const auto order = seeded_permutation(24, 3, uint64_t(epoch));
+    std::set<int64_t> seen;
+    for (int b = 0; b < 3; ++b) {
+      const torch::Tensor batch = budget.next();
+      for (int row = 0; row < 8; ++row) {
+        EXPECT_TRUE(batch[row].equal(expected_window(order[b * 8 + row])));
+        seen.insert(order[b * 8 + row]);
+      }
+    }
+    EXPECT_EQ(seen.size(), 24u);  // each kept window once an epoch
+    EXPECT_EQ(*seen.rbegin(), 23);
+    EXPECT_EQ(budget.state().epoch, epoch + 1);
+    EXPECT_EQ(budget.state().position, 0);
+  }
+  EXPECT_NE(seeded_permutation(24, 3, 0), seeded_permutation(24, 3, 1));  // a fresh shuffle
+  expect_input_error([&] { BatchLoader(dir_.str(), "train", kSeqLen, 8, 0, 1, 3, 0, 60); },
+                     "data.max_unique_tokens = 60 keeps 7 windows of 8 tokens, fewer than one "
+                     "global batch of 8");
+}
+
 TEST_F(BatchLoaderTest, GlobalBatchIsTheSameForOneTwoAndFourRanks) {
   BatchLoader one = loader(8, 0, 1);
   std::vector<std::unique_ptr<BatchLoader>> two, four;

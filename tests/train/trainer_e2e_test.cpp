@@ -153,7 +153,8 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
 // Switch loss (4 experts, top-2); fine-grained experts; the aux-free routing
 // bias, stepped hard enough to change the routing within 8 steps, so a resume
 // that lost it (it lives in the checkpoint) would leave the curve; and experts
-// of different widths, placed by width.
+// of different widths, placed by width; and a data budget of three batches,
+// reused epoch after epoch.
 INSTANTIATE_TEST_SUITE_P(
     Moe, LayoutInvariance,
     ::testing::Values(MoeVariant{"switch", ""},
@@ -164,8 +165,25 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set moe.balance=aux_free "
                                  "--set moe.bias_update_rate=0.05"},
                       // At ep 2 the ranks hold experts {0, 2} and {1, 3}.
-                      MoeVariant{"hetero", "--set 'moe.expert_widths=[48,32,16,32]'"}),
+                      MoeVariant{"hetero", "--set 'moe.expert_widths=[48,32,16,32]'"},
+                      // 3 batches an epoch: the checkpoint at step 4 lies past an epoch
+                      // boundary.
+                      MoeVariant{"data_budget", "--set data.max_unique_tokens=408"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
+
+TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
+  // 408 tokens = 24 windows of 17 = 3 global batches of 8 sequences an epoch.
+  ASSERT_EQ(run(train("budget",
+                      "--set train.max_steps=8 --set eval.interval=0 "
+                      "--set data.max_unique_tokens=408")),
+            0);
+  std::ifstream in(kRoot / "budget" / "metrics.jsonl");
+  std::string line;
+  std::vector<int64_t> epochs;
+  while (std::getline(in, line)) epochs.push_back(nlohmann::json::parse(line)["epoch"]);
+  // After step s the loader is in epoch s / 3.
+  EXPECT_EQ(epochs, (std::vector<int64_t>{0, 0, 1, 1, 1, 2, 2, 2}));
+}
 
 TEST_F(TrainerE2E, ConfigErrorOnEveryRankExitsTwoBeforeAnyCollective) {
   EXPECT_EQ(WEXITSTATUS(run(train("bad", "--set moe.enabled=true --set parallel.ep=3", 2))), 2);
