@@ -2,6 +2,8 @@
 // the out_root guard against mixing two studies.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "config/load.h"
 #include "config/param_count.h"
 #include "study/study_plan.h"
@@ -112,6 +114,21 @@ TEST_F(StudyPlanTest, MoeMatchedToADenseTotalAtAnActivationRate) {
   EXPECT_EQ(p.variants[1].match->target_params, p.variants[0].total_params);
   EXPECT_LT(std::abs(p.variants[1].match->mismatch), 0.05);
   EXPECT_LT(p.variants[1].active_params, p.variants[0].active_params);
+}
+
+// Every study shipped in configs/studies plans (their base configs sit beside them).
+TEST(ShippedStudies, EveryStudyFilePlans) {
+  int planned = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(MOELAB_SOURCE_DIR "/configs/studies")) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".toml" || path.find("-base.toml") != std::string::npos) {
+      continue;
+    }
+    EXPECT_NO_THROW(plan_study(load_study(path))) << path;
+    ++planned;
+  }
+  EXPECT_GE(planned, 5);
 }
 
 TEST_F(StudyPlanTest, MatchingADenseVariantFails) {
