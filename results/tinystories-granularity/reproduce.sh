@@ -2,7 +2,7 @@
 # Re-runs the expert count x granularity sweep on TinyStories at CPU scale from
 # the raw text to the plots and refreshes this folder: installs and builds what
 # is missing, prepares ../shared/data/tinystories (BPE 4096, V1 validation held
-# out), trains the 28 runs (about 1 h 40 min on 2 cores, two at a time; an
+# out), trains the 28 runs (about 1 h 35 min on 2 cores, two at a time; an
 # interrupted sweep resumes where it stopped), writes the report and copies it
 # here.
 #   results/tinystories-granularity/reproduce.sh [TINYSTORIES_DIR]
