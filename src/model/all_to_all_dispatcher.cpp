@@ -59,6 +59,10 @@ AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<Communicator> ep_group,
   for (const auto& ids : placement_) {
     for (int64_t gid : ids) slots.at(gid) = slot++;
   }
+  // Contiguous blocks in id order (equal widths): every slot is its id, and
+  // dispatch skips the map.
+  identity_slots_ = true;
+  for (int64_t gid = 0; gid < num_experts_; ++gid) identity_slots_ &= slots[gid] == gid;
   slots.push_back(num_experts_);  // for ids past the last expert: still invalid after the map
   slot_of_ = torch::tensor(slots, torch::kLong);
 }
@@ -87,12 +91,15 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
   }
   Stopwatch watch;
   auto routing = std::make_unique<Routing>();
-  if (slot_of_.device() != expert_ids.device()) slot_of_ = slot_of_.to(expert_ids.device());
-  // Negative ids (-1: dropped) stay as they are; ids past the last expert map
-  // to E; sort_assignments rejects both kinds of bad id in its one read-back.
-  const auto slots = torch::where(
-      expert_ids < 0, expert_ids,
-      slot_of_.index_select(0, expert_ids.clamp(0, num_experts_).flatten()).view_as(expert_ids));
+  torch::Tensor slots = expert_ids;
+  if (!identity_slots_) {
+    if (slot_of_.device() != expert_ids.device()) slot_of_ = slot_of_.to(expert_ids.device());
+    // Negative ids (-1: dropped) stay as they are; ids past the last expert map
+    // to E; sort_assignments rejects both kinds of bad id in its one read-back.
+    slots = torch::where(
+        expert_ids < 0, expert_ids,
+        slot_of_.index_select(0, expert_ids.clamp(0, num_experts_).flatten()).view_as(expert_ids));
+  }
   routing->sorted = sort_assignments(slots, num_experts_);
   const std::vector<int64_t>& send_counts = routing->sorted.counts;
   const torch::Tensor send = gather_assignments(hidden, routing->sorted);

@@ -59,6 +59,7 @@ class AllToAllDispatcher : public TokenDispatcher {
   // end, so sorting by slot groups the rows by destination rank, then by the
   // destination's local expert.
   torch::Tensor slot_of_;
+  bool identity_slots_ = false;
   std::unique_ptr<Routing> routing_;
   DispatchTimings timings_;
 };
