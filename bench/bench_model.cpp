@@ -10,10 +10,11 @@
 // bench_model                      dense (d_ff 1024) and MoE (4 x 512, top-2), fp32 and auto
 // bench_model --experts 64 --top-k 8 --ffn 64 --precision auto     one shape, one precision
 // bench_model --device cuda        on the current GPU, MFU against its measured bf16 peak
-#include <CLI/CLI.hpp>
+// bench_model --batch 128          128 sequences per step instead of 16
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <string>
@@ -61,10 +62,10 @@ std::string shape_name(const Shape& shape) {
   return fmt::format("moe {}x{} top{}", shape.experts, shape.ffn, shape.top_k);
 }
 
-void bench(const Shape& shape, const std::string& precision, int steps,
+void bench(const Shape& shape, const std::string& precision, int steps, int64_t batch,
            const torch::Device& device, double peak) {
   const Config cfg = bench_config(shape, precision);
-  const int64_t batch = 16, seq = cfg.model.seq_len, tokens = batch * seq;
+  const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
   Transformer model(cfg);
   model->to(device);
   NamedParams params;
@@ -122,8 +123,8 @@ void bench(const Shape& shape, const std::string& precision, int steps,
     if (s > 0) phases += fmt::format(" {}={:.0f}", phase_name(static_cast<Phase>(p)), 1e3 * s);
   }
   fmt::print("    ms/step: forward={:.0f} [{} ] loss={:.0f} backward={:.0f} optimizer={:.0f}\n",
-             1e3 * seconds[0] / steps, phases, 1e3 * seconds[1] / steps,
-             1e3 * seconds[2] / steps, 1e3 * seconds[3] / steps);
+             1e3 * seconds[0] / steps, phases, 1e3 * seconds[1] / steps, 1e3 * seconds[2] / steps,
+             1e3 * seconds[3] / steps);
 }
 
 }  // namespace
@@ -133,11 +134,15 @@ int main(int argc, char** argv) {
   moelab::keep_freed_memory();
   CLI::App app{"moelab training-step benchmark"};
   int steps = 5, threads = 2;
+  int64_t batch = 16;
   std::string device_name = "cpu";
   std::vector<std::string> precisions = {"fp32", "auto"};
   moelab::Shape one;
-  app.add_option("--steps", steps, "timed steps (after two warm-up steps)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "timed steps (after two warm-up steps)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "sequences per step (the reference is 16; a GPU wants more)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--precision", precisions, "precisions to run")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
@@ -155,16 +160,17 @@ int main(int argc, char** argv) {
   const auto auto_choice = moelab::resolve_precision("auto", device);
   const double peak_fp32 = moelab::matmul_peak_flops(torch::kFloat32, threads, device);
   const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16, threads, device);
-  fmt::print("torch {}  device {}  threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} "
-             "GFLOP/s\nprecision auto -> {} ({})\n",
-             TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9,
-             auto_choice.precision, auto_choice.reason);
+  fmt::print(
+      "torch {}  device {}  threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} "
+      "GFLOP/s\nprecision auto -> {} ({})\n",
+      TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9, auto_choice.precision,
+      auto_choice.reason);
   std::vector<moelab::Shape> shapes = {{0, 2, 1024}, {4, 2, 512}};
   if (*experts) shapes = {one};
   for (const auto& shape : shapes) {
     for (const auto& precision : precisions) {
       const bool bf16 = moelab::resolve_precision(precision, device).precision == "bf16";
-      moelab::bench(shape, precision, steps, device, bf16 ? peak_bf16 : peak_fp32);
+      moelab::bench(shape, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32);
     }
   }
   fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());

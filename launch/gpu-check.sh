@@ -5,7 +5,10 @@
 #  3. trains a short MoE on `cuda` and on the CPU, both fp32 (TF32 off, LibTorch's
 #     default), from the same seed and data, and checks that every logged training
 #     loss agrees to 1e-4 relative;
-#  4. runs bench_model on the GPU: tokens/s and MFU against the GPU's measured peak.
+#  4. checks the grouped expert GEMM (LibTorch's CUDA _grouped_mm, bf16) against one
+#     expert at a time, values and gradients;
+#  5. runs bench_model on the GPU: tokens/s and MFU against the GPU's measured peak,
+#     and fine-grained (64 x 128, top-8) against coarse (4 x 512, top-2) experts.
 #
 # Environment:
 #   MOELAB_PYTHON       python whose torch to build against (default: .venv, else python3)
@@ -13,6 +16,9 @@
 #                       makes one) for machines without MPI, HDF5, TOML++, spdlog, ...
 #   MOELAB_GPU_DATA     prepared dataset (default data/fortunes, made by launch/demo.sh)
 # Prints "gpu-check: PASS" or exits non-zero at the first failing part.
+# `launch/gpu-check.sh --build-only` stops after the build: on a machine without a GPU it
+# rehearses the GPU machine's build (e.g. MOELAB_PYTHON naming a venv with that machine's torch
+# and MOELAB_DEPS_PREFIX=.gpu-deps) before any device time is spent.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -24,15 +30,17 @@ python=${MOELAB_PYTHON:-}
 if [ -n "${MOELAB_DEPS_PREFIX:-}" ]; then
   deps=$(cd "$MOELAB_DEPS_PREFIX" && pwd)
   export PATH="$deps/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib/x86_64-linux-gnu/hdf5/serial:$deps/usr/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:$deps/usr/lib/x86_64-linux-gnu/hdf5/serial:$deps/usr/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}"
   export CMAKE_PREFIX_PATH="$deps/usr:${CMAKE_PREFIX_PATH:-}"
   export CPATH="$deps/usr/include:$deps/usr/include/hdf5/serial:${CPATH:-}"
   export OPAL_PREFIX="$deps/usr"  # a relocated Open MPI finds its helpers and help files here
-  export HDF5_ROOT="$deps/usr"
+  export HDF5_ROOT="$deps/usr/lib/x86_64-linux-gnu/hdf5/serial"  # Debian's layout: include/ and lib/ links
   export MPI_HOME="$deps/usr/lib/x86_64-linux-gnu/openmpi"
 fi
 
-echo "== gpu-check: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -n 1), $(nvidia-smi -L | wc -l) GPU(s)"
+build_only=false
+[ "${1:-}" = "--build-only" ] && build_only=true
+$build_only || echo "== gpu-check: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -n 1), $(nvidia-smi -L | wc -l) GPU(s)"
 "$python" -c 'import torch; print("== torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
 
 echo "== build ($build)"
@@ -40,7 +48,8 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DMOELAB_PYTHON="$python" -DMOELAB_WITH_NCCL=ON -DMOELAB_BUILD_TESTS=ON
-cmake --build "$build" --parallel "$(nproc)" --target moelab bench_model nccl_comm
+cmake --build "$build" --parallel "$(nproc)" --target moelab bench_model nccl_comm test_model
+if $build_only; then echo "gpu-check: built (--build-only)"; exit 0; fi
 
 echo "== NCCL communicator tests"
 mpi=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader)
@@ -66,6 +75,12 @@ print(f"steps {len(cpu)}  first loss cpu {cpu[0]:.6f} cuda {gpu[0]:.6f}  last cp
 sys.exit(0 if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else "gpu-check: CPU and CUDA curves differ by more than 1e-4")
 PY
 
+echo "== grouped experts on CUDA against one expert at a time"
+"$build/tests/test_model" --gtest_filter='Experts.*OnCuda'
+
 echo "== bench_model on the GPU"
 "$build/bin/bench_model" --steps 10 --threads 1 --device cuda
+echo "== fine-grained against coarse experts at equal active FLOPs, batch 16 and 128"
+MOELAB_BUILD_DIR="$build" bench/granularity.sh 10 1 --device cuda
+MOELAB_BUILD_DIR="$build" bench/granularity.sh 10 1 --device cuda --batch 128
 echo "gpu-check: PASS"

@@ -15,12 +15,20 @@ deps=(
   libpsm2-2 libpsm-infinipath1 libnuma1 libmunge2 libevent-2.1-7 libxnvctrl0
   libhdf5-dev libhdf5-103-1 libsz2 libaec0 libhdf5-hl-100
   libtomlplusplus-dev libtomlplusplus3 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
-  libcli11-dev nlohmann-json3-dev libxxhash-dev libxxhash0 libgtest-dev ninja-build
+  libcli11-dev nlohmann-json3-dev libxxhash-dev libxxhash0 libgtest-dev ninja-build zlib1g-dev zlib1g
 )
 work=$(mktemp -d)
 (cd "$work" && apt-get download "${deps[@]}" >/dev/null 2>&1)
 mkdir -p "$out"
 for deb in "$work"/*.deb; do dpkg -x "$deb" "$out"; done
+# Links such as usr/lib/.../libz.so -> /lib/.../libz.so.1.2.13 name the target's
+# path on a Debian root; make them point inside this folder instead.
+find "$out" -type l -lname '/*' | while read -r link; do
+  target="$out$(readlink "$link")"
+  if [ -e "$target" ]; then
+    ln -sfn "$(realpath -s --relative-to="$(dirname "$link")" "$target")" "$link"
+  fi
+done
 # Documentation and the static libraries other than GoogleTest's are not needed.
 rm -rf "$out/usr/share/doc" "$out/usr/share/man" "$out/usr/share/lintian"
 find "$out" -name '*.a' ! -name 'libgtest*' ! -name 'libgmock*' -delete

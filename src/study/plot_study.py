@@ -11,6 +11,11 @@ For a grid study it also reads axis_summary.csv (variant,kind,<axes>,n,
 best_mean,best_std,...) and writes axis.png: best validation loss (mean with
 +-1 std error bars) against the first axis column, one line per value of the
 second axis column and per kind (moe / matched dense).
+
+For an activation-rate sweep it reads rate_summary.csv (variant,kind,
+activation_rate,n,best_mean,best_std,...,epochs) and writes activation_rate.png:
+the MoE variants' best validation loss against top_k / num_experts (log scale),
+each dense variant as a horizontal band (mean +-1 std).
 """
 import csv
 import os
@@ -102,6 +107,42 @@ def plot_axes(study_dir):
     save(fig, os.path.join(study_dir, "axis.png"))
 
 
+def plot_rates(study_dir):
+    path = os.path.join(study_dir, "rate_summary.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["best_mean"]]
+    moe = sorted((float(r["activation_rate"]), r) for r in rows if r["kind"] == "moe")
+    dense = [r for r in rows if r["kind"] == "dense"]
+    if not moe:
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in dense:
+        mean = float(r["best_mean"])
+        std = float(r["best_std"]) if r["best_std"] else 0.0
+        line = ax.axhline(mean, linestyle="--", linewidth=1,
+                          label=f"{r['variant']} (dense, n={r['n']})")
+        ax.axhspan(mean - std, mean + std, alpha=0.2, color=line.get_color(), linewidth=0)
+    rates = [x for x, _ in moe]
+    ax.errorbar(rates, [float(r["best_mean"]) for _, r in moe],
+                yerr=[float(r["best_std"]) if r["best_std"] else 0.0 for _, r in moe],
+                marker="o", capsize=3, color="black", label="MoE (mean ± std)")
+    for x, r in moe:
+        epochs = f", {float(r['epochs']):.1f} ep" if r["epochs"] else ""
+        ax.annotate(f"{r['variant']}{epochs}", (x, float(r["best_mean"])),
+                    textcoords="offset points", xytext=(4, 6), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(rates)
+    ax.set_xticklabels([f"1/{1 / x:.3g}" if x < 1 else "1" for x in rates])
+    ax.set_xlabel("activation rate (top_k / num_experts)")
+    ax.set_ylabel("best validation loss")
+    ax.set_title("Best validation loss against activation rate (mean ± std over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, os.path.join(study_dir, "activation_rate.png"))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
@@ -125,6 +166,7 @@ def main():
     ax.set_title("Paired gaps over training (mean ± std over seeds)")
     save(fig, os.path.join(study_dir, "gaps.png"))
     plot_axes(study_dir)
+    plot_rates(study_dir)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "study/axis_report.h"
+#include "study/rate_report.h"
 #include "study/support_files.h"
 #include "study/train_command.h"
 #include "util/atomic_file.h"
@@ -231,6 +232,7 @@ std::string summary_markdown(const StudyReport& report) {
     }
   }
   md += axis_summary_markdown(report, report.axis_order);
+  md += rate_summary_markdown(report);
   md += "\n## Missing or unfinished runs (excluded)\n\n";
   if (report.missing() == 0) md += "None: every planned run finished.\n";
   for (const auto& r : report.runs) {
@@ -239,7 +241,8 @@ std::string summary_markdown(const StudyReport& report) {
   }
   md +=
       "\nFiles: `curves.csv`, `gap_curves.csv`, `summary.json` (and `axis_summary.csv` for a "
-      "grid); plots `curves.png`, `gaps.png` (and `axis.png`) when matplotlib was available.\n";
+      "grid, `rate_summary.csv` for an activation-rate sweep); plots `curves.png`, `gaps.png` "
+      "(and `axis.png`, `activation_rate.png`) when matplotlib was available.\n";
   return md;
 }
 
@@ -250,6 +253,9 @@ void write_report_tables(const StudyReport& report, const std::string& dir) {
   write_file_atomically(dir + "/summary.md", summary_markdown(report));
   if (!report.axis_order.empty()) {
     write_file_atomically(dir + "/axis_summary.csv", axis_summary_csv(report, report.axis_order));
+  }
+  if (has_rate_sweep(report)) {
+    write_file_atomically(dir + "/rate_summary.csv", rate_summary_csv(report));
   }
 }
 
@@ -277,8 +283,9 @@ StudyReport write_study_report(const StudyPlan& plan, const std::string& dir, bo
   if (!plots) return report;
   try {
     if (render_plots(dir, find_support_file("src/study/plot_study.py"))) {
-      spdlog::info("plots: {}/curves.png, {}/gaps.png{}", dir, dir,
-                   report.axis_order.empty() ? "" : ", " + dir + "/axis.png");
+      spdlog::info("plots: {}/curves.png, {}/gaps.png{}{}", dir, dir,
+                   report.axis_order.empty() ? "" : ", " + dir + "/axis.png",
+                   has_rate_sweep(report) ? ", " + dir + "/activation_rate.png" : "");
     }
   } catch (const InputError& e) {
     spdlog::warn("{}; skipping the plots", e.what());

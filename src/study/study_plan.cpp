@@ -126,6 +126,8 @@ StudyPlan plan_study(const StudySpec& spec) {
                       std::nullopt,
                       v.point,
                       model_flops_per_token(cfg)};
+    if (cfg.moe.enabled) pv.activation_rate = double(cfg.moe.top_k) / double(cfg.moe.num_experts);
+    pv.unique_tokens = cfg.data.max_unique_tokens;
     if (v.match) {
       pv.match = matches.at(v.name);
       plan.pairs.push_back({v.name, v.match->variant});
@@ -174,6 +176,8 @@ std::string manifest_json(const StudyPlan& plan) {
                {"active_params", v.active_params},
                {"tokens", v.tokens},
                {"flops_per_token", v.flops_per_token},
+               {"activation_rate", v.activation_rate},
+               {"unique_tokens", v.unique_tokens},
                {"point", json::array()}};
     for (const auto& [axis, label] : v.point) jv["point"].push_back({axis, label});
     if (v.match) {
@@ -219,6 +223,8 @@ StudyPlan read_study_manifest(const std::string& study_dir) {
                        std::nullopt,
                        {},
                        jv.value("flops_per_token", 0.0)};
+      v.activation_rate = jv.value("activation_rate", 0.0);
+      v.unique_tokens = jv.value("unique_tokens", int64_t{0});
       for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
       if (jv.contains("match")) {
         const auto& m = jv["match"];

@@ -1,5 +1,5 @@
 // The grouped experts (bf16) against one expert at a time: values and every
-// gradient, with empty and uneven groups.
+// gradient, with empty and uneven groups, on the CPU and (where present) CUDA.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -39,15 +39,16 @@ void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::str
   EXPECT_LE((a - b).abs().max().item<double>(), 1e-2 * scale + 1e-6) << what;
 }
 
-TEST(Experts, GroupedEqualsOneExpertAtATime) {
+void expect_grouped_equals_each(const torch::Device& device) {
   torch::manual_seed(3);
   Experts experts(16, 8, std::vector<int64_t>{4, 9, 2, 7});
   init_weights(experts);
+  experts->to(device);
   for (const std::vector<int64_t>& counts :
        {std::vector<int64_t>{3, 0, 5, 1}, {2, 2, 2, 2}, {0, 0, 4, 0}}) {
     int64_t rows = 0;
     for (int64_t c : counts) rows += c;
-    const DispatchedTokens in{torch::randn({rows, 16}).to(torch::kBFloat16), counts};
+    const DispatchedTokens in{torch::randn({rows, 16}).to(device, torch::kBFloat16), counts};
     const Result each = run(experts, in, false);
     const Result grouped = run(experts, in, true);
     expect_close(grouped.out, each.out, "output");
@@ -58,6 +59,16 @@ TEST(Experts, GroupedEqualsOneExpertAtATime) {
                    "gradient of parameter " + std::to_string(i));
     }
   }
+}
+
+TEST(Experts, GroupedEqualsOneExpertAtATime) {
+  expect_grouped_equals_each(torch::kCPU);
+}
+
+// LibTorch's CUDA grouped GEMM is a different kernel from the CPU's loop over groups.
+TEST(Experts, GroupedEqualsOneExpertAtATimeOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  expect_grouped_equals_each(torch::kCUDA);
 }
 
 TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
