@@ -14,5 +14,7 @@ void add_train_command(CLI::App& root);
 void add_eval_command(CLI::App& root);
 void add_study_command(CLI::App& root);
 void add_report_command(CLI::App& root);
+void add_upcycle_command(CLI::App& root);
+void add_convert_command(CLI::App& root);
 
 }  // namespace moelab

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   moelab::add_eval_command(app);
   moelab::add_study_command(app);
   moelab::add_report_command(app);
+  moelab::add_upcycle_command(app);
+  moelab::add_convert_command(app);
 
   int code = 0;
   try {

@@ -70,6 +70,7 @@ struct TrainConfig {
   int64_t threads = 0;              // intra-op threads per rank; 0 = leave LibTorch's default
   int64_t max_nonfinite_steps = 5;  // stop after this many non-finite losses in a row
   std::string out_dir = "runs/default";
+  std::string init_from = "";  // a checkpoint folder whose weights a fresh run starts from
 };
 
 struct OptimConfig {

@@ -222,6 +222,8 @@ std::vector<Field> schema(Config& c) {
       integer("train.max_nonfinite_steps", &t.max_nonfinite_steps, 1,
               "stop after this many non-finite losses in a row"),
       text("train.out_dir", &t.out_dir, {}, "run folder"),
+      text("train.init_from", &t.init_from, {},
+           "checkpoint whose weights a fresh run starts from (moelab upcycle / convert write one)"),
       real("optim.lr", &o.lr, 0, true, "peak learning rate"),
       real("optim.min_lr_ratio", &o.min_lr_ratio, 0, false, "cosine floor as a fraction of lr",
            1.0),

@@ -119,6 +119,11 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
   } else {
     ckpt = load_checkpoint(how);
   }
+  if (ckpt->meta.value("weights_only", false)) {
+    throw InputError(ckpt->dir +
+                     ": holds model weights only (written by moelab upcycle or convert), not a "
+                     "run to resume; start a run from it with train.init_from");
+  }
   TrainState state = state_of(ckpt->meta, ckpt->dir);
   // Every rank must resume from the same step, or the collectives would not line up.
   auto step = torch::tensor({state.step, -state.step}, torch::kLong);
@@ -136,6 +141,18 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
   }
   spdlog::info("resumed from {} (step {})", ckpt->dir, state.step);
   return state;
+}
+
+void load_initial_weights(const std::string& dir, const NamedParams& params,
+                          const NamedParams& buffers) {
+  const LoadedCheckpoint ckpt = load_checkpoint(dir);
+  load_parameters(params, ckpt.tensors, dir);
+  NamedParams saved_buffers;
+  for (const auto& nb : buffers) {
+    if (ckpt.tensors.count(nb.first)) saved_buffers.push_back(nb);
+  }
+  load_parameters(saved_buffers, ckpt.tensors, dir);
+  spdlog::info("initial weights from {}", dir);
 }
 
 }  // namespace moelab

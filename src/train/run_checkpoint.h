@@ -43,4 +43,11 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer);
 
+// train.init_from: a fresh run's parameters from a checkpoint's weights (any
+// moelab checkpoint of the same model, or one `moelab upcycle` / `convert`
+// wrote), and the buffers the checkpoint holds; the optimizer and the loop start
+// anew. InputError naming the checkpoint and tensor when it does not fit.
+void load_initial_weights(const std::string& dir, const NamedParams& params,
+                          const NamedParams& buffers);
+
 }  // namespace moelab

@@ -175,6 +175,8 @@ TrainSummary run_training(const Config& cfg) {
     state = *resumed;
     resumed_step = state.step;
     loader.restore(state.loader);
+  } else if (!cfg.train.init_from.empty()) {
+    load_initial_weights(cfg.train.init_from, all, buffers);
   }
   NonfiniteGuard guard(cfg.train.max_nonfinite_steps);
   guard.restore(state.nonfinite_total, state.nonfinite_in_a_row);

@@ -185,6 +185,52 @@ TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
   EXPECT_EQ(epochs, (std::vector<int64_t>{0, 0, 1, 1, 1, 2, 2, 2}));
 }
 
+// What the last `moelab eval` printed: "... loss L over N tokens".
+double eval_loss(const fs::path& checkpoint) {
+  EXPECT_EQ(run(std::string(MOELAB_BINARY) + " eval " + checkpoint.string()), 0);
+  std::ifstream in(kRoot / "last.log");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = text.rfind(": loss ");
+  return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+}
+
+TEST_F(TrainerE2E, UpcycledAndConvertedRunsStartFromTheDenseModel) {
+  const std::string bin = MOELAB_BINARY;
+  ASSERT_EQ(run(train("dense_src", "--set train.max_steps=6 --set checkpoint.interval=6")), 0);
+  const fs::path dense = kRoot / "dense_src/checkpoints/step_00000006";
+  const double dense_loss = eval_loss(dense);
+  // Identical experts under topk_softmax, and a split with every expert active
+  // and a zero router: the dense model's validation loss.
+  ASSERT_EQ(run(bin + " upcycle " + dense.string() + " --experts 4 --top-k 2 --out " +
+                (kRoot / "up").string()),
+            0);
+  EXPECT_NEAR(eval_loss(kRoot / "up/checkpoints/step_00000000"), dense_loss, 1e-5 * dense_loss);
+  ASSERT_EQ(run(bin + " convert " + dense.string() +
+                " --method cluster --experts 4 --top-k 4 --router-init-std 0 --out " +
+                (kRoot / "conv").string()),
+            0);
+  EXPECT_NEAR(eval_loss(kRoot / "conv/checkpoints/step_00000000"), dense_loss, 1e-5 * dense_loss);
+
+  // Training from the upcycled weights (its config names them in train.init_from):
+  // the same curve with the experts over 2 ranks, starting well below a fresh MoE.
+  const std::string up = bin + " train " + (kRoot / "up/config.toml").string() +
+                         " --set train.max_steps=4 --set eval.interval=0 ";
+  ASSERT_EQ(run(up), 0);
+  const auto losses = train_losses(kRoot / "up/run");
+  ASSERT_EQ(run(mpirun(2) + up + "--set parallel.ep=2 --out " + (kRoot / "up_ep2").string()), 0);
+  expect_close(train_losses(kRoot / "up_ep2"), losses, 1e-5);
+  ASSERT_EQ(run(train("fresh_moe", "--set moe.enabled=true --set train.max_steps=4")), 0);
+  EXPECT_LT(losses.front(), train_losses(kRoot / "fresh_moe").front() - 0.3);
+
+  // The weights are no run to resume.
+  EXPECT_EQ(WEXITSTATUS(run(up + "--out " + (kRoot / "x").string() + " --resume " +
+                            (kRoot / "up/checkpoints/step_00000000").string())),
+            2);
+  std::ifstream in(kRoot / "last.log");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("start a run from it with train.init_from"), std::string::npos) << text;
+}
+
 TEST_F(TrainerE2E, ConfigErrorOnEveryRankExitsTwoBeforeAnyCollective) {
   EXPECT_EQ(WEXITSTATUS(run(train("bad", "--set moe.enabled=true --set parallel.ep=3", 2))), 2);
 }

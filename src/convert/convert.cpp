@@ -1,0 +1,78 @@
+#include "convert/convert.h"
+
+#include <spdlog/spdlog.h>
+
+#include "convert/dense_to_moe.h"
+#include "convert/ffn_split.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+double router_std(double requested, const Config& cfg) {
+  return requested >= 0 ? requested : cfg.model.init_std;
+}
+
+}  // namespace
+
+std::string upcycle_checkpoint(const UpcycleRequest& r) {
+  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint);
+  const int64_t width = dense.cfg.model.d_ff / std::max<int64_t>(r.upcycle.granularity, 1);
+  const Config moe_cfg =
+      moe_config_from_dense(dense.cfg, dense.cfg.moe, r.upcycle.experts, r.top_k, width);
+  UpcycleOptions options = r.upcycle;
+  const auto make = [&](int64_t layer, const FfnWeights& ffn) {
+    options.seed = r.upcycle.seed + uint64_t(layer);  // each layer re-draws its own units
+    return upcycle_experts(ffn, options);
+  };
+  const TensorMap weights =
+      moe_weights_from_dense(dense, moe_cfg, make, router_std(r.router_init_std, moe_cfg));
+  const nlohmann::json provenance = {{"source", dense.dir},
+                                     {"method", "upcycle"},
+                                     {"experts", r.upcycle.experts},
+                                     {"top_k", r.top_k},
+                                     {"granularity", r.upcycle.granularity},
+                                     {"reinit_fraction", r.upcycle.reinit_fraction},
+                                     {"router_init_std", router_std(r.router_init_std, moe_cfg)},
+                                     {"seed", r.upcycle.seed}};
+  const std::string dir = write_moe_start(r.out, moe_cfg, weights, provenance);
+  spdlog::info("upcycled {}: {} experts of width {}, top-{} -> {}", dense.dir, r.upcycle.experts,
+               width, r.top_k, dir);
+  return dir;
+}
+
+std::string convert_checkpoint(const ConvertRequest& r) {
+  if (r.method != "random" && r.method != "cluster") {
+    throw InputError("--method " + r.method + ": expected random or cluster");
+  }
+  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint);
+  const int64_t d_ff = dense.cfg.model.d_ff;
+  if (r.experts < 1 || d_ff % r.experts != 0) {
+    throw InputError("--experts " + std::to_string(r.experts) + ": must divide d_ff = " +
+                     std::to_string(d_ff) + " (every expert gets d_ff / E hidden units)");
+  }
+  const Config moe_cfg =
+      moe_config_from_dense(dense.cfg, dense.cfg.moe, r.experts, r.top_k, d_ff / r.experts);
+  const auto make = [&](int64_t layer, const FfnWeights& ffn) {
+    const uint64_t seed = r.seed + uint64_t(layer);
+    const auto expert_of = r.method == "random"
+                               ? random_partition(d_ff, r.experts, seed)
+                               : cluster_partition(ffn, r.experts, r.cluster_iterations, seed);
+    return split_by_assignment(ffn, expert_of, r.experts, double(r.top_k));
+  };
+  const TensorMap weights =
+      moe_weights_from_dense(dense, moe_cfg, make, router_std(r.router_init_std, moe_cfg));
+  const nlohmann::json provenance = {{"source", dense.dir},
+                                     {"method", r.method},
+                                     {"experts", r.experts},
+                                     {"top_k", r.top_k},
+                                     {"cluster_iterations", r.cluster_iterations},
+                                     {"router_init_std", router_std(r.router_init_std, moe_cfg)},
+                                     {"seed", r.seed}};
+  const std::string dir = write_moe_start(r.out, moe_cfg, weights, provenance);
+  spdlog::info("converted {} by {}: {} experts of width {}, top-{} -> {}", dense.dir, r.method,
+               r.experts, d_ff / r.experts, r.top_k, dir);
+  return dir;
+}
+
+}  // namespace moelab

@@ -1,0 +1,43 @@
+// `moelab upcycle` and `moelab convert`: a dense checkpoint in, the start of an
+// MoE run out (dense_to_moe.h's write_moe_start).
+//   upcycle  every FFN becomes E experts that copy it, or slices of it
+//            (upcycle.h), with a new router;
+//   convert  every FFN's hidden units are partitioned into E disjoint experts
+//            of d_ff / E units: "random" (random_partition) or "cluster"
+//            (balanced k-means, cluster_partition). Each expert's w2 is
+//            multiplied by top_k, so a token whose k gates are equal (1/k)
+//            gets its k experts' units at full strength; with top_k = E and a
+//            zero router the MoE computes the dense FFN exactly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "convert/upcycle.h"
+
+namespace moelab {
+
+struct UpcycleRequest {
+  std::string dense_checkpoint;
+  std::string out;
+  UpcycleOptions upcycle;  // experts, granularity, reinit fraction, seed
+  int64_t top_k = 2;
+  double router_init_std = -1;  // < 0: the model's init_std
+};
+
+struct ConvertRequest {
+  std::string dense_checkpoint;
+  std::string out;
+  std::string method = "cluster";  // "random" | "cluster"
+  int64_t experts = 8;
+  int64_t top_k = 4;
+  int64_t cluster_iterations = 25;
+  uint64_t seed = 0;
+  double router_init_std = -1;  // < 0: the model's init_std
+};
+
+// Each returns the weights' checkpoint folder; <out>/config.toml starts from it.
+std::string upcycle_checkpoint(const UpcycleRequest& request);
+std::string convert_checkpoint(const ConvertRequest& request);
+
+}  // namespace moelab
