@@ -15,7 +15,7 @@ second axis column and per kind (moe / matched dense).
 For an activation-rate sweep it reads rate_summary.csv (variant,kind,
 activation_rate,n,best_mean,best_std,...,epochs) and writes activation_rate.png:
 the MoE variants' best validation loss against top_k / num_experts (log scale),
-each dense variant as a horizontal band (mean +-1 std).
+one line per top_k, each dense variant as a horizontal band (mean +-1 std).
 """
 import csv
 import os
@@ -113,7 +113,8 @@ def plot_rates(study_dir):
         return
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["best_mean"]]
-    moe = sorted((float(r["activation_rate"]), r) for r in rows if r["kind"] == "moe")
+    moe = sorted(((float(r["activation_rate"]), r) for r in rows if r["kind"] == "moe"),
+                 key=lambda point: point[0])
     dense = [r for r in rows if r["kind"] == "dense"]
     if not moe:
         return
@@ -121,17 +122,21 @@ def plot_rates(study_dir):
     for r in dense:
         mean = float(r["best_mean"])
         std = float(r["best_std"]) if r["best_std"] else 0.0
-        line = ax.axhline(mean, linestyle="--", linewidth=1,
-                          label=f"{r['variant']} (dense, n={r['n']})")
+        name = "dense" if r["variant"] == "dense" else f"{r['variant']} (dense)"
+        line = ax.axhline(mean, linestyle="--", linewidth=1, label=f"{name}, n={r['n']}")
         ax.axhspan(mean - std, mean + std, alpha=0.2, color=line.get_color(), linewidth=0)
-    rates = [x for x, _ in moe]
-    ax.errorbar(rates, [float(r["best_mean"]) for _, r in moe],
-                yerr=[float(r["best_std"]) if r["best_std"] else 0.0 for _, r in moe],
-                marker="o", capsize=3, color="black", label="MoE (mean ± std)")
+    by_k = defaultdict(list)  # the same rate at another top_k is another model
+    for x, r in moe:
+        by_k[r["top_k"]].append((x, r))
+    for k, points in sorted(by_k.items()):
+        ax.errorbar([x for x, _ in points], [float(r["best_mean"]) for _, r in points],
+                    yerr=[float(r["best_std"]) if r["best_std"] else 0.0 for _, r in points],
+                    marker="o", capsize=3, label=f"MoE top-{k} (mean ± std)")
     for x, r in moe:
         epochs = f", {float(r['epochs']):.1f} ep" if r["epochs"] else ""
         ax.annotate(f"{r['variant']}{epochs}", (x, float(r["best_mean"])),
                     textcoords="offset points", xytext=(4, 6), fontsize=8)
+    rates = sorted({x for x, _ in moe})
     ax.set_xscale("log", base=2)
     ax.set_xticks(rates)
     ax.set_xticklabels([f"1/{1 / x:.3g}" if x < 1 else "1" for x in rates])

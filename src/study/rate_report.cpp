@@ -38,12 +38,12 @@ bool has_rate_sweep(const StudyReport& report) {
 
 std::string rate_summary_csv(const StudyReport& report) {
   std::string csv =
-      "variant,kind,activation_rate,n,best_mean,best_std,total_params,active_params,"
+      "variant,kind,activation_rate,top_k,n,best_mean,best_std,total_params,active_params,"
       "flops_per_token,tokens,epochs\n";
   for (const auto& v : report.variants) {
     const auto& b = v.best_val_loss;
-    csv += fmt::format("{},{},{:.6g},{},{},{},{},{},{:.6g},{:.0f},{}\n", v.planned.name,
-                       v.planned.moe ? "moe" : "dense", rate_of(v), b.n,
+    csv += fmt::format("{},{},{:.6g},{},{},{},{},{},{},{:.6g},{:.0f},{}\n", v.planned.name,
+                       v.planned.moe ? "moe" : "dense", rate_of(v), v.planned.top_k, b.n,
                        number(b.n > 0 ? std::optional<double>(b.mean) : std::nullopt),
                        number(b.std), v.planned.total_params, v.planned.active_params,
                        v.planned.flops_per_token, trained_tokens(v), number(epochs_of(v)));
@@ -55,15 +55,17 @@ std::string rate_summary_markdown(const StudyReport& report) {
   if (!has_rate_sweep(report)) return "";
   std::string md =
       "\n## Best validation loss by activation rate\n\n"
-      "| variant | activation rate | total params | active params | FLOPs/token | tokens | "
-      "epochs over unique data | n | best val loss |\n|---|---|---|---|---|---|---|---|---|\n";
+      "| variant | activation rate | top-k | total params | active params | FLOPs/token | tokens | "
+      "epochs over unique data | n | best val loss |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& v : report.variants) {
     const auto epochs = epochs_of(v);
-    md += fmt::format("| {} | {} | {} | {} | {:.3g} | {:.0f} | {} | {}/{} | {} |\n", v.planned.name,
+    md += fmt::format("| {} | {} | {} | {} | {} | {:.3g} | {:.0f} | {} | {}/{} | {} |\n",
+                      v.planned.name,
                       v.planned.moe ? fmt::format("{:.4g}", v.planned.activation_rate) : "dense",
-                      v.planned.total_params, v.planned.active_params, v.planned.flops_per_token,
-                      trained_tokens(v), epochs ? fmt::format("{:.2f}", *epochs) : "-",
-                      v.best_val_loss.n, v.planned_runs, format_mean_std(v.best_val_loss));
+                      v.planned.moe ? std::to_string(v.planned.top_k) : "-", v.planned.total_params,
+                      v.planned.active_params, v.planned.flops_per_token, trained_tokens(v),
+                      epochs ? fmt::format("{:.2f}", *epochs) : "-", v.best_val_loss.n,
+                      v.planned_runs, format_mean_std(v.best_val_loss));
   }
   return md;
 }

@@ -14,8 +14,9 @@ namespace moelab {
 // True when the study has MoE variants at two or more activation rates.
 bool has_rate_sweep(const StudyReport& report);
 
-// variant,kind,activation_rate,n,best_mean,best_std,total_params,active_params,
-// flops_per_token,tokens,epochs: one row per variant, dense ones with rate 1.
+// variant,kind,activation_rate,top_k,n,best_mean,best_std,total_params,
+// active_params,flops_per_token,tokens,epochs: one row per variant, dense ones
+// with rate 1 and top_k 0.
 // tokens are the finished runs' mean (the plan's where none finished); epochs
 // is tokens over data.max_unique_tokens, empty without a data budget.
 std::string rate_summary_csv(const StudyReport& report);

@@ -126,7 +126,10 @@ StudyPlan plan_study(const StudySpec& spec) {
                       std::nullopt,
                       v.point,
                       model_flops_per_token(cfg)};
-    if (cfg.moe.enabled) pv.activation_rate = double(cfg.moe.top_k) / double(cfg.moe.num_experts);
+    if (cfg.moe.enabled) {
+      pv.activation_rate = double(cfg.moe.top_k) / double(cfg.moe.num_experts);
+      pv.top_k = cfg.moe.top_k;
+    }
     pv.unique_tokens = cfg.data.max_unique_tokens;
     if (v.match) {
       pv.match = matches.at(v.name);
@@ -177,6 +180,7 @@ std::string manifest_json(const StudyPlan& plan) {
                {"tokens", v.tokens},
                {"flops_per_token", v.flops_per_token},
                {"activation_rate", v.activation_rate},
+               {"top_k", v.top_k},
                {"unique_tokens", v.unique_tokens},
                {"point", json::array()}};
     for (const auto& [axis, label] : v.point) jv["point"].push_back({axis, label});
@@ -224,6 +228,7 @@ StudyPlan read_study_manifest(const std::string& study_dir) {
                        {},
                        jv.value("flops_per_token", 0.0)};
       v.activation_rate = jv.value("activation_rate", 0.0);
+      v.top_k = jv.value("top_k", int64_t{0});
       v.unique_tokens = jv.value("unique_tokens", int64_t{0});
       for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
       if (jv.contains("match")) {

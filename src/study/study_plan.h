@@ -33,6 +33,7 @@ struct PlannedVariant {
   std::vector<AxisValue> point;  // its grid coordinates (empty off the grid)
   double flops_per_token = 0;    // model_flops_per_token (config/param_count.h)
   double activation_rate = 0;    // moe.top_k / moe.num_experts (0 for a dense model)
+  int64_t top_k = 0;             // moe.top_k (0 for a dense model)
   int64_t unique_tokens = 0;     // data.max_unique_tokens (0: the whole training set)
 };
 

@@ -50,6 +50,7 @@ TEST_F(RateReportTest, ManifestKeepsRatesAndDataBudget) {
   const StudyPlan m = read_study_manifest(dir / "out");
   EXPECT_DOUBLE_EQ(m.variants[2].activation_rate, 0.25);
   EXPECT_EQ(m.variants[2].unique_tokens, 640);
+  EXPECT_EQ(m.variants[2].top_k, 2);  // 8 experts at rate 1/4
 }
 
 TEST_F(RateReportTest, SummaryGivesRateTokensAndEpochs) {
@@ -62,21 +63,21 @@ TEST_F(RateReportTest, SummaryGivesRateTokensAndEpochs) {
   ASSERT_TRUE(has_rate_sweep(report));
   const std::string csv = rate_summary_csv(report);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "variant,kind,activation_rate,n,best_mean,best_std,total_params,active_params,"
+            "variant,kind,activation_rate,top_k,n,best_mean,best_std,total_params,active_params,"
             "flops_per_token,tokens,epochs");
   // 1280 tokens over 640 unique ones: 2 epochs; mean 3.1 with sample std 0.141421.
-  EXPECT_NE(csv.find("\ndense,dense,1,2,3.1,0.141421,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\ndense,dense,1,0,2,3.1,0.141421,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",1280,2\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nhalf,moe,0.5,1,2.9,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nhalf,moe,0.5,2,1,2.9,,"), std::string::npos) << csv;
   // Unfinished: no loss, and tokens and epochs from the plan.
   const auto& quarter = plan.variants[2];
-  EXPECT_NE(csv.find("\nquarter,moe,0.25,0,,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nquarter,moe,0.25,2,0,,,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(fmt::format(",{},{:.6g}\n", quarter.tokens, quarter.tokens / 640.0)),
             std::string::npos)
       << csv;
   const std::string md = summary_markdown(report);
   EXPECT_NE(md.find("## Best validation loss by activation rate"), std::string::npos);
-  EXPECT_NE(md.find("| half | 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| half | 0.5 | 2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1280 | 2.00 | 2/2 | 3.1000"), std::string::npos) << md;
 }
 
