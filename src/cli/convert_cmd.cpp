@@ -1,5 +1,5 @@
 // `moelab upcycle DENSE_CKPT --out DIR ...` and `moelab convert DENSE_CKPT
-// --method random|cluster --out DIR ...`: an MoE run's start from a dense
+// --method random|cluster|dot --out DIR ...`: an MoE run's start from a dense
 // checkpoint (src/convert/convert.h). Both write DIR/config.toml, which
 // `moelab train DIR/config.toml` runs from the new weights.
 #include <memory>
@@ -37,8 +37,9 @@ void add_convert_command(CLI::App& root) {
       "convert", "Partition a dense checkpoint's FFN hidden units into disjoint routed experts");
   cmd->add_option("checkpoint", r->dense_checkpoint, "dense checkpoint folder")->required();
   cmd->add_option("--out", r->out, "output folder (config.toml and the weights)")->required();
-  cmd->add_option("--method", r->method, "random or cluster (balanced k-means)")
-      ->check(CLI::IsMember({"random", "cluster"}));
+  cmd->add_option("--method", r->method,
+                  "random, cluster (balanced k-means) or dot (learned transport assignment)")
+      ->check(CLI::IsMember({"random", "cluster", "dot"}));
   cmd->add_option("--experts", r->experts, "experts per layer (must divide d_ff)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--top-k", r->top_k, "experts per token")->check(CLI::PositiveNumber);
@@ -47,6 +48,15 @@ void add_convert_command(CLI::App& root) {
   cmd->add_option("--router-init-std", r->router_init_std,
                   "std of the new routers' weights (default: model.init_std)");
   cmd->add_option("--seed", r->seed, "seed for the partition and the routers");
+  cmd->add_option("--calibration-steps", r->dot.steps, "dot: calibration batches")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dot-temperature", r->dot.temperature, "dot: Sinkhorn temperature")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--sinkhorn-iterations", r->dot.sinkhorn_iterations,
+                  "dot: Sinkhorn-Knopp row/column scalings per forward")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dot-lr-scores", r->dot.lr_scores, "dot: Adam lr of the assignment scores");
+  cmd->add_option("--dot-lr-router", r->dot.lr_router, "dot: Adam lr of the router");
   cmd->callback([r] {
     if (MpiSession::rank() == 0) convert_checkpoint(*r);
   });

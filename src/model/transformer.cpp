@@ -49,7 +49,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute
       ffn_in = ffn_norm->forward(x, compute_dtype);
     }
     PhaseScope phase(Phase::kDenseFfn);
-    return x + ffn->forward(ffn_in).to(x.scalar_type());
+    const auto y = ffn_override ? ffn_override(ffn_in, out) : ffn->forward(ffn_in);
+    return x + y.to(x.scalar_type());
   }
   torch::Tensor ffn_in;
   {

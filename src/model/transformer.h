@@ -52,6 +52,10 @@ class BlockImpl : public torch::nn::Module {
   Attention attn{nullptr};
   SwiGLU ffn{nullptr};    // dense blocks
   MoeLayer moe{nullptr};  // MoE blocks
+  // Set from outside on a dense block: computes the FFN's output from its
+  // normalised input (compute dtype) instead of `ffn`, adding any losses to
+  // `out`. `moelab convert --method dot` calibrates an MoE in the FFN's place.
+  std::function<torch::Tensor(const torch::Tensor& ffn_in, ModelOutput& out)> ffn_override;
 };
 TORCH_MODULE(Block);
 

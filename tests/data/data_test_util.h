@@ -11,27 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "data/prep.h"
 #include "data/shard_sink.h"
 #include "util/error.h"
 
 namespace moelab::testing {
-
-// A fresh folder under the system temp dir, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "moelab_data_test_XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_text(const std::string& path, const std::string& contents) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
