@@ -119,12 +119,13 @@ def plot_rates(study_dir):
     if not moe:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in dense:
+    for i, r in enumerate(dense):  # grey first: the MoE lines take the first colours
         mean = float(r["best_mean"])
         std = float(r["best_std"]) if r["best_std"] else 0.0
         name = "dense" if r["variant"] == "dense" else f"{r['variant']} (dense)"
-        line = ax.axhline(mean, linestyle="--", linewidth=1, label=f"{name}, n={r['n']}")
-        ax.axhspan(mean - std, mean + std, alpha=0.2, color=line.get_color(), linewidth=0)
+        color = f"C{(7 + i) % 10}"
+        ax.axhline(mean, linestyle="--", linewidth=1, color=color, label=f"{name}, n={r['n']}")
+        ax.axhspan(mean - std, mean + std, alpha=0.2, color=color, linewidth=0)
     by_k = defaultdict(list)  # the same rate at another top_k is another model
     for x, r in moe:
         by_k[r["top_k"]].append((x, r))
