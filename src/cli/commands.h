@@ -16,5 +16,7 @@ void add_study_command(CLI::App& root);
 void add_report_command(CLI::App& root);
 void add_upcycle_command(CLI::App& root);
 void add_convert_command(CLI::App& root);
+void add_export_command(CLI::App& root);
+void add_import_command(CLI::App& root);
 
 }  // namespace moelab

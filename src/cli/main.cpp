@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   moelab::add_report_command(app);
   moelab::add_upcycle_command(app);
   moelab::add_convert_command(app);
+  moelab::add_export_command(app);
+  moelab::add_import_command(app);
 
   int code = 0;
   try {

@@ -37,7 +37,7 @@ std::string upcycle_checkpoint(const UpcycleRequest& r) {
                                      {"reinit_fraction", r.upcycle.reinit_fraction},
                                      {"router_init_std", router_std(r.router_init_std, moe_cfg)},
                                      {"seed", r.upcycle.seed}};
-  const std::string dir = write_moe_start(r.out, moe_cfg, weights, provenance);
+  const std::string dir = write_run_start(r.out, moe_cfg, weights, provenance);
   spdlog::info("upcycled {}: {} experts of width {}, top-{} -> {}", dense.dir, r.upcycle.experts,
                width, r.top_k, dir);
   return dir;
@@ -95,7 +95,7 @@ std::string convert_checkpoint(const ConvertRequest& r) {
                          {"first_loss", dot->first_loss},
                          {"last_loss", dot->last_loss}};
   }
-  const std::string dir = write_moe_start(r.out, moe_cfg, weights, provenance);
+  const std::string dir = write_run_start(r.out, moe_cfg, weights, provenance);
   spdlog::info("converted {} by {}: {} experts of width {}, top-{} -> {}", dense.dir, r.method,
                r.experts, d_ff / r.experts, r.top_k, dir);
   return dir;

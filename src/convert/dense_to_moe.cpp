@@ -94,19 +94,19 @@ TensorMap moe_weights_from_dense(const DenseCheckpoint& dense, const Config& moe
   return out;
 }
 
-std::string write_moe_start(const std::string& out, Config moe_cfg, const TensorMap& weights,
+std::string write_run_start(const std::string& out, Config cfg, const TensorMap& weights,
                             const nlohmann::json& provenance) {
   const std::string dir = std::filesystem::absolute(out).lexically_normal().string();
   nlohmann::json meta = provenance;
   meta["weights_only"] = true;
-  meta["config"] = to_toml(moe_cfg);
+  meta["config"] = to_toml(cfg);
   prepare_checkpoint_tmp_dir(dir, 0);
   write_tensor_file(checkpoint_tmp_dir(dir, 0) + "/weights.h5", weights);
   finalize_checkpoint(dir, 0, meta, 0);
   const std::string ckpt = checkpoint_dir(dir, 0);
-  moe_cfg.train.init_from = ckpt;
-  moe_cfg.train.out_dir = dir + "/run";
-  write_file_atomically(dir + "/config.toml", to_toml(moe_cfg));
+  cfg.train.init_from = ckpt;
+  cfg.train.out_dir = dir + "/run";
+  write_file_atomically(dir + "/config.toml", to_toml(cfg));
   return ckpt;
 }
 

@@ -10,6 +10,7 @@
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
+#include "convert/convert_test_util.h"
 #include "convert/dot_moe.h"
 #include "data/batch_loader.h"
 #include "data/data_test_util.h"
@@ -37,11 +38,7 @@ class DotMoe : public ::testing::Test {
       lm_loss(model->forward(batch.slice(1, 0, -1)).logits, batch.slice(1, 1)).backward();
       adam.step();
     }
-    std::map<std::string, torch::Tensor> tensors;
-    for (const auto& p : model->named_parameters()) tensors[p.key()] = p.value().detach();
-    prepare_checkpoint_tmp_dir(dir.str(), 1);
-    write_tensor_file(checkpoint_tmp_dir(dir.str(), 1) + "/replicated.h5", tensors);
-    finalize_checkpoint(dir.str(), 1, {{"config", to_toml(cfg)}}, 0);
+    moelab::testing::save_model_checkpoint(dir.str(), 1, model, cfg);
   }
 
   DotOptions options() const {

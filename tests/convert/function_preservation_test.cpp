@@ -10,6 +10,7 @@
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
+#include "convert/convert_test_util.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
 #include "train/checkpoint_io.h"
@@ -20,28 +21,12 @@ namespace {
 
 using testing::TempDir;
 
-// Loads a checkpoint folder into the model its meta.json config describes.
-Transformer model_of(const std::string& dir) {
-  const LoadedCheckpoint ckpt = load_checkpoint(dir);
-  Transformer model(parse_config(ckpt.meta.at("config").get<std::string>(), dir));
-  torch::NoGradGuard no_grad;
-  auto tensors = model->named_parameters();
-  for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
-  for (auto& t : tensors) t.value().copy_(ckpt.tensors.at(t.key()));
-  model->eval();
-  return model;
-}
-
 class FunctionPreservation : public ::testing::Test {
  protected:
   void SetUp() override {
     const Config cfg = testing::tiny_config(false);  // d_ff 24
     Transformer dense(cfg);
-    std::map<std::string, torch::Tensor> tensors;
-    for (const auto& p : dense->named_parameters()) tensors[p.key()] = p.value().detach();
-    prepare_checkpoint_tmp_dir(dir.str(), 3);
-    write_tensor_file(checkpoint_tmp_dir(dir.str(), 3) + "/replicated.h5", tensors);
-    finalize_checkpoint(dir.str(), 3, {{"config", to_toml(cfg)}}, 0);
+    testing::save_model_checkpoint(dir.str(), 3, dense, cfg);
     tokens = torch::randint(0, cfg.model.vocab_size, {3, cfg.model.seq_len});
     torch::NoGradGuard no_grad;
     dense->eval();
@@ -50,7 +35,10 @@ class FunctionPreservation : public ::testing::Test {
 
   double max_difference(const std::string& weights) {
     torch::NoGradGuard no_grad;
-    return (model_of(weights)->forward(tokens).logits - dense_logits).abs().max().item<double>();
+    return (testing::load_model_checkpoint(weights)->forward(tokens).logits - dense_logits)
+        .abs()
+        .max()
+        .item<double>();
   }
 
   std::string dense_checkpoint() const { return checkpoint_dir(dir.str(), 3); }

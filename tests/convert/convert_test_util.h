@@ -1,0 +1,39 @@
+// Shared by the conversion tests: a model saved as a checkpoint folder, and a
+// checkpoint folder loaded into the model its meta.json config describes.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "config/load.h"
+#include "model/transformer.h"
+#include "train/checkpoint_io.h"
+
+namespace moelab::testing {
+
+// <run_dir>/checkpoints/step_<step>, holding the model's parameters and its config.
+inline std::string save_model_checkpoint(const std::string& run_dir, int64_t step,
+                                         Transformer& model, const Config& cfg) {
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& p : model->named_parameters()) tensors[p.key()] = p.value().detach();
+  prepare_checkpoint_tmp_dir(run_dir, step);
+  write_tensor_file(checkpoint_tmp_dir(run_dir, step) + "/replicated.h5", tensors);
+  finalize_checkpoint(run_dir, step, {{"config", to_toml(cfg)}}, 0);
+  return checkpoint_dir(run_dir, step);
+}
+
+// The model of a checkpoint folder, in eval mode.
+inline Transformer load_model_checkpoint(const std::string& dir) {
+  const LoadedCheckpoint ckpt = load_checkpoint(dir);
+  Transformer model(parse_config(ckpt.meta.at("config").get<std::string>(), dir));
+  torch::NoGradGuard no_grad;
+  auto tensors = model->named_parameters();
+  for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
+  for (auto& t : tensors) t.value().copy_(ckpt.tensors.at(t.key()));
+  model->eval();
+  return model;
+}
+
+}  // namespace moelab::testing
