@@ -18,7 +18,11 @@ bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
 
 tokens_per_s() { sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p' | head -n 1; }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+if [[ " ${extra[*]} " == *" cuda "* ]]; then
+  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+else
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+fi
 printf '%-10s %14s %14s %7s\n' precision "4x512 top-2" "64x128 top-8" ratio
 for precision in fp32 auto; do
   coarse=$("$bench" --steps "$steps" --threads "$threads" --experts 4 --top-k 2 --ffn 512 \
