@@ -18,13 +18,9 @@ data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tin
 "$moelab" study run "$study"
 "$moelab" report "$runs"
 
-cp "$runs"/{summary.md,summary.json,curves.csv,gap_curves.csv,curves.png,gaps.png} "$here/"
-cp "$study" configs/tinystories-cpu-base.toml "$here/"
-mkdir -p "$here/configs"
-for run in "$runs"/*/seed*/; do
-  variant=$(basename "$(dirname "$run")")
-  cp "$run/config.resolved.toml" "$here/configs/$variant-$(basename "$run").toml"
-done
+results/publish-study.sh "$runs" "$here" \
+  "summary.md summary.json curves.csv gap_curves.csv curves.png gaps.png" \
+  "$study" configs/tinystories-cpu-base.toml
 mkdir -p "$here/dataset"
 cp data/tinystories/prep.json "$here/dataset/"
 for split in train val; do cp "data/tinystories/$split/manifest.json" "$here/dataset/$split-manifest.json"; done

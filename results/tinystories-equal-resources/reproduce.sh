@@ -21,11 +21,6 @@ runs=runs/studies/equal-resources-tinystories
 "$moelab" study run "$study"
 "$moelab" report "$runs"
 
-cp "$runs"/{summary.md,summary.json,rate_summary.csv,curves.csv,curves.png,activation_rate.png} "$here/"
-cp "$study" "$here/"
-mkdir -p "$here/configs"
-for run in "$runs"/*/seed*/; do
-  variant=$(basename "$(dirname "$run")")
-  cp "$run/config.resolved.toml" "$here/configs/$variant-$(basename "$run").toml"
-done
+results/publish-study.sh "$runs" "$here" \
+  "summary.md summary.json rate_summary.csv curves.csv curves.png activation_rate.png" "$study"
 echo "results refreshed in $here"

@@ -21,11 +21,6 @@ runs=runs/studies/tinystories-granularity
 "$moelab" study run "$study"
 "$moelab" report "$runs" --x moe.num_experts --lines granularity
 
-cp "$runs"/{summary.md,summary.json,axis_summary.csv,curves.csv,curves.png,axis.png} "$here/"
-cp "$study" "$here/"
-mkdir -p "$here/configs"
-for run in "$runs"/*/seed*/; do
-  variant=$(basename "$(dirname "$run")")
-  cp "$run/config.resolved.toml" "$here/configs/$variant-$(basename "$run").toml"
-done
+results/publish-study.sh "$runs" "$here" \
+  "summary.md summary.json axis_summary.csv curves.csv curves.png axis.png" "$study"
 echo "results refreshed in $here"
