@@ -24,11 +24,13 @@ using testing::TempDir;
 
 const std::string kPython = MOELAB_TORCH_PYTHON;
 
+// Test processes run side by side: one installs while the others wait on the lock.
 bool transformers_available() {
   static const bool available = [] {
     const std::string probe = kPython + " -c 'import transformers' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return true;
-    const std::string install = kPython + " -m pip install -q transformers >/dev/null 2>&1";
+    const std::string install = "flock /tmp/moelab_transformers_install.lock sh -c \"" + probe +
+                                " || " + kPython +
+                                " -m pip install -q transformers >/dev/null 2>&1\"";
     return std::system(install.c_str()) == 0 && std::system(probe.c_str()) == 0;
   }();
   return available;
