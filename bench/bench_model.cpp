@@ -11,12 +11,17 @@
 // bench_model --experts 64 --top-k 8 --ffn 64 --precision auto     one shape, one precision
 // bench_model --device cuda        on the current GPU, MFU against its measured bf16 peak
 // bench_model --batch 128          128 sequences per step instead of 16
+// bench_model --profile 25         also the 25 operators with the most self time per step
 #include <fmt/format.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,8 +67,45 @@ std::string shape_name(const Shape& shape) {
   return fmt::format("moe {}x{} top{}", shape.experts, shape.ffn, shape.top_k);
 }
 
+namespace profiler = torch::autograd::profiler;
+
+// Self time (own time minus that of the operators it called) per operator name:
+// where a step goes below the phases, e.g. which element-wise kernels a fused one
+// would replace. Events nest per thread; the autograd engine runs CPU backward
+// ops on the calling thread, so forward and backward are both seen.
+void print_op_profile(const std::vector<profiler::KinetoEvent>& events, int steps, int top) {
+  std::vector<const profiler::KinetoEvent*> sorted;
+  for (const auto& e : events) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    if (a->startThreadId() != b->startThreadId()) return a->startThreadId() < b->startThreadId();
+    if (a->startNs() != b->startNs()) return a->startNs() < b->startNs();
+    return a->endNs() > b->endNs();  // a parent before the child that starts with it
+  });
+  std::map<std::string, std::pair<double, int64_t>> self;  // name -> (ns, calls)
+  std::vector<const profiler::KinetoEvent*> open;
+  for (const auto* e : sorted) {
+    while (!open.empty() && (open.back()->startThreadId() != e->startThreadId() ||
+                             open.back()->endNs() <= e->startNs())) {
+      open.pop_back();
+    }
+    auto& mine = self[e->name()];
+    mine.first += static_cast<double>(e->durationNs());
+    mine.second += 1;
+    if (!open.empty()) self[open.back()->name()].first -= static_cast<double>(e->durationNs());
+    open.push_back(e);
+  }
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(self.begin(), self.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  fmt::print("    self ms/step  calls/step  operator\n");
+  for (int i = 0; i < std::min<int>(top, static_cast<int>(rows.size())); ++i) {
+    fmt::print("    {:>12.2f}  {:>10.0f}  {}\n", rows[i].second.first / 1e6 / steps,
+               static_cast<double>(rows[i].second.second) / steps, rows[i].first);
+  }
+}
+
 void bench(const Shape& shape, const std::string& precision, int steps, int64_t batch,
-           const torch::Device& device, double peak) {
+           const torch::Device& device, double peak, int profile_top) {
   const Config cfg = bench_config(shape, precision);
   const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
   Transformer model(cfg);
@@ -108,7 +150,17 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
   step(false);  // warm-up: allocator, oneDNN kernels, optimizer state
   step(false);
   PhaseTimer::reset();
+  if (profile_top > 0) {
+    const torch::profiler::impl::ProfilerConfig config(
+        torch::profiler::impl::ProfilerState::KINETO);
+    const std::set<torch::profiler::impl::ActivityType> cpu = {
+        torch::profiler::impl::ActivityType::CPU};
+    profiler::prepareProfiler(config, cpu);  // Kineto must be set up before it starts
+    profiler::enableProfiler(config, cpu);
+  }
   for (int i = 0; i < steps; ++i) step(true);
+  std::unique_ptr<profiler::ProfilerResult> profile;
+  if (profile_top > 0) profile = profiler::disableProfiler();
 
   const double step_s = (seconds[0] + seconds[1] + seconds[2] + seconds[3]) / steps;
   const double flops = model_flops_per_token(cfg) * tokens;
@@ -125,6 +177,7 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
   fmt::print("    ms/step: forward={:.0f} [{} ] loss={:.0f} backward={:.0f} optimizer={:.0f}\n",
              1e3 * seconds[0] / steps, phases, 1e3 * seconds[1] / steps, 1e3 * seconds[2] / steps,
              1e3 * seconds[3] / steps);
+  if (profile) print_op_profile(profile->events(), steps, profile_top);
 }
 
 }  // namespace
@@ -133,7 +186,7 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
 int main(int argc, char** argv) {
   moelab::keep_freed_memory();
   CLI::App app{"moelab training-step benchmark"};
-  int steps = 5, threads = 2;
+  int steps = 5, threads = 2, profile_top = 0;
   int64_t batch = 16;
   std::string device_name = "cpu";
   std::vector<std::string> precisions = {"fp32", "auto"};
@@ -152,6 +205,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", one.top_k, "experts per token")->check(CLI::PositiveNumber);
   app.add_option("--ffn", one.ffn, "dense d_ff, or the width of one expert")
       ->check(CLI::PositiveNumber);
+  app.add_option("--profile", profile_top,
+                 "print the N operators with the most self time (the profiler slows the step)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   const torch::Device device(device_name);
@@ -170,7 +226,8 @@ int main(int argc, char** argv) {
   for (const auto& shape : shapes) {
     for (const auto& precision : precisions) {
       const bool bf16 = moelab::resolve_precision(precision, device).precision == "bf16";
-      moelab::bench(shape, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32);
+      moelab::bench(shape, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
+                    profile_top);
     }
   }
   fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());

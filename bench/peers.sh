@@ -50,3 +50,5 @@ for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
       "$ours" "$eager" "$(ratio "$ours" "$eager")" "${compiled:-0}" "$(ratio "$ours" "${compiled:-0}")"
   done
 done
+echo
+"$(dirname "$bench")/bench_kernels" --threads "$threads"

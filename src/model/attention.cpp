@@ -19,25 +19,28 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
                                           /*enable_gqa=*/k.size(1) != q.size(1));
 }
 
-// The same as two matmuls around a masked softmax (fp32 statistics for bf16).
-torch::Tensor explicit_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v) {
-  const int64_t heads = q.size(1), kv_heads = k.size(1);
-  if (kv_heads != heads) {
-    k = k.repeat_interleave(heads / kv_heads, 1);
-    v = v.repeat_interleave(heads / kv_heads, 1);
-  }
-  const int64_t seq = q.size(2);
-  // Scaling q (S x hd) is cheaper than scaling the scores (S x S); the mask is
-  // applied in place since matmul's backward does not need its output.
-  auto scores = torch::matmul(q * (1.0 / std::sqrt(double(q.size(3)))), k.transpose(-2, -1));
-  const auto future =
-      torch::ones({seq, seq}, torch::TensorOptions(torch::kBool).device(q.device())).triu(1);
-  scores.masked_fill_(future, -std::numeric_limits<double>::infinity());
-  const auto stat_dtype = q.scalar_type() == torch::kBFloat16 ? torch::kFloat32 : q.scalar_type();
-  return torch::matmul(torch::softmax(scores, -1, stat_dtype).to(q.scalar_type()), v);
-}
-
 }  // namespace
+
+torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v) {
+  const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), hd = q.size(3);
+  if (k.size(1) != heads) {
+    k = k.repeat_interleave(heads / k.size(1), 1);
+    v = v.repeat_interleave(heads / v.size(1), 1);
+  }
+  // The causal mask is the GEMM's additive input (beta 1) and 1/sqrt(hd) its
+  // alpha, so neither is a pass of its own over the S x S scores, forward or
+  // backward (the mask is a constant: it gets no gradient).
+  const auto mask =
+      torch::full({seq, seq}, -std::numeric_limits<double>::infinity(), q.options()).triu(1);
+  const auto scores =
+      torch::baddbmm(mask.expand({batch * heads, seq, seq}), q.reshape({-1, seq, hd}),
+                     k.reshape({-1, seq, hd}).transpose(1, 2),
+                     /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(hd)));
+  // Softmax in the scores' dtype: ATen's CPU and CUDA kernels accumulate bf16 in
+  // fp32, and the probabilities go into a bf16 GEMM anyway.
+  const auto probs = torch::softmax(scores, -1);
+  return torch::bmm(probs, v.reshape({-1, seq, hd})).view({batch, heads, seq, hd});
+}
 
 AttentionImpl::AttentionImpl(const Config& cfg)
     : n_heads_(cfg.model.n_heads),
@@ -56,19 +59,20 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t q_width = n_heads_ * head_dim_, kv_width = n_kv_heads_ * head_dim_;
   // One matmul for q, k and v: the weight concat is tiny next to the activations.
   const auto qkv = project(x, torch::cat({wq, wk, wv}, 0));
-  auto split_heads = [&](int64_t offset, int64_t heads) {
-    return qkv.narrow(-1, offset, heads * head_dim_)
-        .view({batch, seq, heads, head_dim_})
-        .transpose(1, 2);  // [B, H, S, hd]
+  // One split, not a narrow each: a narrow's backward writes a zero gradient
+  // the width of all three and adds into it.
+  const auto parts = qkv.split_with_sizes({q_width, kv_width, kv_width}, -1);
+  auto heads = [&](const torch::Tensor& part, int64_t n) {
+    return part.view({batch, seq, n, head_dim_}).transpose(1, 2);  // [B, H, S, hd]
   };
-  const auto q = apply_rope(split_heads(0, n_heads_), rope_);
-  const auto k = apply_rope(split_heads(q_width, n_kv_heads_), rope_);
-  const auto v = split_heads(q_width + kv_width, n_kv_heads_);
+  const auto q = apply_rope(heads(parts[0], n_heads_), rope_);
+  const auto k = apply_rope(heads(parts[1], n_kv_heads_), rope_);
+  const auto v = heads(parts[2], n_kv_heads_);
   // Measured on LibTorch 2.15 (bench_model, 2 threads, AVX512-BF16 EPYC): the
   // fused kernel is 2-4% faster in fp32, but its bf16 backward on the CPU is ~30%
   // slower than the explicit form's. On CUDA the fused (flash) kernel is used.
   const bool fused = x.is_cuda() || x.scalar_type() != torch::kBFloat16;
-  const auto context = fused ? fused_attention(q, k, v) : explicit_attention(q, k, v);
+  const auto context = fused ? fused_attention(q, k, v) : explicit_causal_attention(q, k, v);
   return project(context.transpose(1, 2).reshape({batch, seq, q_width}), wo);
 }
 

@@ -24,4 +24,9 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
+// Causal attention as two GEMMs around a softmax, the S x S scores stored:
+// q [B, H, S, hd], k and v [B, Hkv, S, hd] -> [B, H, S, hd]. The CPU's bf16 path
+// (its backward is faster than the fused kernel's there); exposed for its test.
+torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v);
+
 }  // namespace moelab

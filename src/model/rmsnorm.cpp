@@ -1,5 +1,7 @@
 #include "model/rmsnorm.h"
 
+#include "kernels/rms_norm.h"
+
 namespace moelab {
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -7,11 +9,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x, c10::ScalarType out_dtype) {
-  const auto x_stat = x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf
-                          ? x.to(torch::kFloat32)
-                          : x;
-  const auto inv_rms = torch::rsqrt(x_stat.pow(2).mean(-1, /*keepdim=*/true) + eps_);
-  return (x_stat * inv_rms * weight.to(x_stat.scalar_type())).to(out_dtype);
+  return rms_norm(x, weight, eps_, out_dtype);
 }
 
 }  // namespace moelab

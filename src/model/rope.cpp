@@ -1,5 +1,6 @@
 #include "model/rope.h"
 
+#include "kernels/rope.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -18,14 +19,7 @@ RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta) {
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
-  const int64_t seq = x.size(2);
-  const int64_t half = x.size(3) / 2;
-  const auto cos = tables.cos.slice(0, 0, seq).to(x.device(), x.scalar_type());
-  const auto sin = tables.sin.slice(0, 0, seq).to(x.device(), x.scalar_type());
-  const auto x1 = x.narrow(-1, 0, half);
-  const auto x2 = x.narrow(-1, half, half);
-  const auto rotated = torch::cat({-x2, x1}, -1);
-  return x * cos + rotated * sin;
+  return rope(x, tables.cos, tables.sin);
 }
 
 }  // namespace moelab

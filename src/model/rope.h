@@ -14,8 +14,8 @@ struct RopeTables {
 
 RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta);
 
-// x: [B, H, S, head_dim]; uses the first S rows of the tables, cast to x's
-// dtype and device.
+// x: [B, H, S, head_dim] (the last dimension dense); uses the first S rows of
+// the tables. Returns a contiguous [B, H, S, head_dim] (kernels/rope.h).
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
 
 }  // namespace moelab

@@ -1,0 +1,84 @@
+// Each CPU kernel in src/kernels against the plain LibTorch composition it
+// replaces, forward + backward, at the shapes of bench_model's reference step
+// (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16.
+//
+// bench_kernels [--threads 2] [--reps 20]
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+#include "model/rope.h"
+#include "util/allocator.h"
+
+namespace moelab {
+namespace {
+
+// Milliseconds per forward + backward, after one warm-up call.
+double time_ms(const std::function<torch::Tensor()>& forward, const torch::Tensor& grad, int reps) {
+  forward().backward(grad);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) forward().backward(grad);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+             .count() /
+         reps;
+}
+
+void row(const std::string& name, c10::ScalarType dtype, double fused, double reference) {
+  fmt::print("{:<10} {:<9} {:>9.2f} {:>12.2f} {:>7.2f}x\n", name, c10::toString(dtype), fused,
+             reference, reference / fused);
+}
+
+void bench(c10::ScalarType dtype, int reps) {
+  const auto opts = torch::TensorOptions(dtype);
+  const int64_t tokens = 4096, d = 256, heads = 4, hd = 64, hidden = 1024;
+  {
+    // The block's norms read the fp32 residual stream and write the compute dtype.
+    const auto x = torch::randn({tokens, d}).requires_grad_(true);
+    const auto w = torch::ones({d}).requires_grad_(true);
+    const auto grad = torch::randn({tokens, d}, opts);
+    row("rms_norm", dtype, time_ms([&] { return rms_norm(x, w, 1e-5, dtype); }, grad, reps),
+        time_ms([&] { return rms_norm_reference(x, w, 1e-5, dtype); }, grad, reps));
+  }
+  {
+    // Query heads viewed out of the fused qkv projection, as in attention.
+    const auto qkv = torch::randn({tokens / 256, 256, 3 * heads * hd}, opts).requires_grad_(true);
+    const auto q = [&] {
+      return qkv.narrow(-1, 0, heads * hd).view({tokens / 256, 256, heads, hd}).transpose(1, 2);
+    };
+    const auto tables = make_rope_tables(256, hd, 10000.0);
+    const auto grad = torch::randn({tokens / 256, heads, 256, hd}, opts);
+    row("rope", dtype, time_ms([&] { return rope(q(), tables.cos, tables.sin); }, grad, reps),
+        time_ms([&] { return rope_reference(q(), tables.cos, tables.sin); }, grad, reps));
+  }
+  {
+    const auto gate_up = torch::randn({tokens, 2 * hidden}, opts).requires_grad_(true);
+    const auto grad = torch::randn({tokens, hidden}, opts);
+    row("swiglu", dtype, time_ms([&] { return swiglu(gate_up); }, grad, reps),
+        time_ms([&] { return swiglu_reference(gate_up); }, grad, reps));
+  }
+}
+
+}  // namespace
+}  // namespace moelab
+
+int main(int argc, char** argv) {
+  moelab::keep_freed_memory();
+  CLI::App app{"moelab CPU kernels against the LibTorch compositions they replace"};
+  int threads = 2, reps = 20;
+  app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "timed calls per kernel")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  fmt::print("ms per forward + backward, {} threads\n{:<10} {:<9} {:>9} {:>12} {:>8}\n", threads,
+             "kernel", "dtype", "fused", "composition", "speedup");
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) moelab::bench(dtype, reps);
+  return 0;
+}

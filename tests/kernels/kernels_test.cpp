@@ -1,0 +1,136 @@
+// Each CPU kernel against the plain LibTorch composition it replaces: values
+// and gradients, in the dtypes the model uses (fp32, bf16 with fp32 math,
+// double), on strided inputs like the model's, and on empty inputs.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+
+namespace moelab {
+namespace {
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+Tolerance tolerance(c10::ScalarType dtype) {
+  if (dtype == torch::kBFloat16) return {2e-2, 2e-2};
+  if (dtype == torch::kFloat32) return {1e-5, 1e-5};
+  return {1e-12, 1e-12};
+}
+
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, Tolerance tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  EXPECT_TRUE(
+      torch::allclose(got.to(torch::kFloat64), want.to(torch::kFloat64), tol.rtol, tol.atol))
+      << what << ": max abs diff "
+      << (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+// Runs f (fused) and ref on copies of the same leaf inputs, backpropagates the
+// same random output gradient, and compares outputs and every input gradient.
+void expect_same_as_reference(
+    const std::vector<torch::Tensor>& inputs,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& ref, Tolerance tol,
+    const std::string& what) {
+  auto leaves = [&] {
+    std::vector<torch::Tensor> out;
+    for (const auto& t : inputs) out.push_back(t.detach().clone().requires_grad_(true));
+    return out;
+  };
+  auto fused_in = leaves(), ref_in = leaves();
+  const auto y = f(fused_in), y_ref = ref(ref_in);
+  expect_close(y, y_ref, tol, what + " output");
+  const auto grad =
+      torch::randn(y_ref.sizes(), torch::TensorOptions(torch::kFloat64)).to(y_ref.scalar_type());
+  y.backward(grad);
+  y_ref.backward(grad);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    expect_close(fused_in[i].grad(), ref_in[i].grad(), tol,
+                 what + " gradient of input " + std::to_string(i));
+  }
+}
+
+// RoPE tables [seq, hd] with equal halves, as model/rope.h makes them.
+std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t seq, int64_t hd) {
+  const auto opts = torch::TensorOptions(torch::kFloat64);
+  const auto inv_freq = torch::pow(10000.0, -torch::arange(0, hd, 2, opts) / double(hd));
+  const auto angles = torch::outer(torch::arange(seq, opts), inv_freq);
+  const auto full = torch::cat({angles, angles}, -1);
+  return {full.cos(), full.sin()};
+}
+
+class KernelsTest : public ::testing::TestWithParam<c10::ScalarType> {
+ protected:
+  void SetUp() override { torch::manual_seed(7); }
+  torch::Tensor randn(torch::IntArrayRef sizes) const {
+    return torch::randn(sizes, torch::TensorOptions(torch::kFloat64)).to(GetParam());
+  }
+};
+
+TEST_P(KernelsTest, RmsNormMatchesComposition) {
+  const auto dtype = GetParam();
+  const auto x = randn({3, 5, 48}) * 3;
+  const auto w = 1 + randn({48}) * 0.1;
+  std::vector<c10::ScalarType> outs = {dtype};
+  if (dtype != torch::kBFloat16) outs.push_back(torch::kBFloat16);
+  for (const auto out : outs) {
+    expect_same_as_reference(
+        {x, w}, [&](const auto& in) { return rms_norm(in[0], in[1], 1e-5, out); },
+        [&](const auto& in) { return rms_norm_reference(in[0], in[1], 1e-5, out); },
+        tolerance(out == torch::kBFloat16 ? out : dtype),
+        "rms_norm " + std::string(c10::toString(dtype)) + " -> " + c10::toString(out));
+  }
+}
+
+TEST_P(KernelsTest, RopeMatchesCompositionOnHeadViewsOfAFusedProjection) {
+  const int64_t batch = 2, seq = 7, heads = 3, hd = 8;
+  const auto [cos, sin] = rope_tables(16, hd);
+  // As in attention: heads viewed out of a [B, S, 3 * H * hd] projection.
+  const auto qkv = randn({batch, seq, 3 * heads * hd});
+  const auto q =
+      qkv.narrow(-1, heads * hd, heads * hd).view({batch, seq, heads, hd}).transpose(1, 2);
+  ASSERT_FALSE(q.is_contiguous());
+  expect_same_as_reference(
+      {q}, [&](const auto& in) { return rope(in[0], cos, sin); },
+      [&](const auto& in) { return rope_reference(in[0], cos, sin); }, tolerance(GetParam()),
+      "rope");
+  EXPECT_TRUE(rope(q, cos, sin).is_contiguous());
+}
+
+TEST_P(KernelsTest, SwigluMatchesComposition) {
+  // Wide enough that the activation's tails (silu of large |a|) are covered.
+  const auto gate_up = randn({2, 9, 2 * 40}) * 6;
+  expect_same_as_reference(
+      {gate_up}, [](const auto& in) { return swiglu(in[0]); },
+      [](const auto& in) { return swiglu_reference(in[0]); }, tolerance(GetParam()), "swiglu");
+}
+
+TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
+  // An expert that received no tokens runs on zero rows.
+  const auto [cos, sin] = rope_tables(4, 8);
+  expect_same_as_reference(
+      {randn({0, 16})}, [](const auto& in) { return swiglu(in[0]); },
+      [](const auto& in) { return swiglu_reference(in[0]); }, tolerance(GetParam()), "swiglu");
+  expect_same_as_reference(
+      {randn({0, 8}), randn({8})},
+      [&](const auto& in) { return rms_norm(in[0], in[1], 1e-5, GetParam()); },
+      [&](const auto& in) { return rms_norm_reference(in[0], in[1], 1e-5, GetParam()); },
+      tolerance(GetParam()), "rms_norm");
+  expect_same_as_reference(
+      {randn({0, 2, 3, 8})}, [&](const auto& in) { return rope(in[0], cos, sin); },
+      [&](const auto& in) { return rope_reference(in[0], cos, sin); }, tolerance(GetParam()),
+      "rope");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,
+                         ::testing::Values(torch::kFloat32, torch::kBFloat16, torch::kFloat64),
+                         [](const auto& info) { return std::string(c10::toString(info.param)); });
+
+}  // namespace
+}  // namespace moelab
