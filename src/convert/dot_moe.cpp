@@ -92,8 +92,8 @@ DotResult dot_calibrate(const DenseCheckpoint& dense, const DotOptions& o) {
     const auto batch = loader.next();
     const auto input = batch.slice(1, 0, -1), target = batch.slice(1, 1);
     optimizer.zero_grad();
-    const ModelOutput out = model->forward(input);
-    const auto lm = lm_loss(out.logits, target);
+    const ModelOutput out = model->forward(input, target);
+    const auto& lm = out.lm_loss;
     (lm + out.aux_loss).backward();
     optimizer.step();
     const double loss = lm.item<double>();

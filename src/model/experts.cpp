@@ -47,9 +47,14 @@ torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
   const bool same_width = std::all_of(experts_.begin(), experts_.end(), [&](const SwiGLU& e) {
     return e->w2.size(1) == experts_.front()->w2.size(1);
   });
-  if (dispatched.tokens.scalar_type() == torch::kBFloat16 && aligned && same_width) {
-    return forward_grouped(dispatched);
+  const bool bf16 = dispatched.tokens.scalar_type() == torch::kBFloat16;
+  if (bf16 && same_width && dispatched.tokens.is_cpu() && !experts_.empty()) {
+    // Bounded padding: an expert holding most tokens would multiply the work.
+    const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
+    const auto experts = static_cast<int64_t>(experts_.size());
+    if (experts * largest <= 4 * dispatched.tokens.size(0)) return forward_padded(dispatched);
   }
+  if (bf16 && aligned && same_width) return forward_grouped(dispatched);
   return forward_each(dispatched);
 }
 
@@ -84,6 +89,31 @@ torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
           .transpose(1, 2);
   const auto w2 = stacked(experts_, &SwiGLUImpl::w2, dtype).transpose(1, 2);
   return at::_grouped_mm(swiglu(at::_grouped_mm(x, w13, offsets)), w2, offsets);
+}
+
+torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {
+  check_groups(dispatched);
+  const auto& x = dispatched.tokens;
+  const int64_t experts = static_cast<int64_t>(experts_.size()), d = x.size(1);
+  const int64_t rows = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
+  // Row r of group e goes to slot e * rows + r of the padded batch.
+  std::vector<int64_t> slots;
+  slots.reserve(x.size(0));
+  for (int64_t e = 0; e < experts; ++e) {
+    for (int64_t r = 0; r < dispatched.counts[e]; ++r) slots.push_back(e * rows + r);
+  }
+  const auto index = torch::tensor(slots, torch::TensorOptions(torch::kLong)).to(x.device());
+  const auto padded = torch::zeros({experts * rows, d}, x.options())
+                          .index_copy(0, index, x)
+                          .view({experts, rows, d});
+  const auto dtype = x.scalar_type();
+  const auto w13 =
+      torch::cat(
+          {stacked(experts_, &SwiGLUImpl::w1, dtype), stacked(experts_, &SwiGLUImpl::w3, dtype)}, 1)
+          .transpose(1, 2);                                                   // [E, d, 2h]
+  const auto w2 = stacked(experts_, &SwiGLUImpl::w2, dtype).transpose(1, 2);  // [E, h, d]
+  const auto y = torch::bmm(swiglu(torch::bmm(padded, w13)), w2);             // [E, rows, d]
+  return y.view({experts * rows, d}).index_select(0, index);
 }
 
 }  // namespace moelab

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/linear_cross_entropy.h"
 #include "model/compute.h"
 #include "model/local_dispatcher.h"
 #include "model/phase_timer.h"
@@ -104,7 +105,7 @@ bool TransformerImpl::is_expert_parameter(const std::string& name) const {
   return name.find(".moe.experts.") != std::string::npos;
 }
 
-ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
+ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets) {
   if (tokens.dim() != 2 || tokens.size(1) > cfg_.model.seq_len) {
     throw InputError("model: expected tokens [batch, seq <= model.seq_len = " +
                      std::to_string(cfg_.model.seq_len) + "], got " + c10::str(tokens.sizes()));
@@ -126,7 +127,13 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
     normed = final_norm->forward(h, compute);
   }
   PhaseScope phase(Phase::kHead);
-  out.logits = project(normed, head);
+  if (targets.defined()) {
+    const int64_t d = normed.size(-1);
+    out.lm_loss = linear_cross_entropy(normed.reshape({-1, d}), head.to(normed.scalar_type()),
+                                       targets.reshape(-1));
+  } else {
+    out.logits = project(normed, head);
+  }
   return out;
 }
 

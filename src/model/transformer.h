@@ -30,7 +30,8 @@
 namespace moelab {
 
 struct ModelOutput {
-  torch::Tensor logits;                  // [B, S, V] in the compute dtype
+  torch::Tensor logits;                  // [B, S, V] in the compute dtype, without targets
+  torch::Tensor lm_loss;                 // with targets: mean token cross-entropy, fp32
   torch::Tensor aux_loss;                // scalars (0 for dense), summed over MoE layers,
   torch::Tensor z_loss;                  // already multiplied by their coefficients
   std::vector<MoeLayerStats> moe_stats;  // one per MoE layer
@@ -62,7 +63,10 @@ TORCH_MODULE(Block);
 class TransformerImpl : public torch::nn::Module {
  public:
   TransformerImpl(const Config& cfg, MoeContext ctx = {});
-  ModelOutput forward(const torch::Tensor& tokens);  // tokens [B, S] int64
+  // tokens [B, S] int64. With targets [B, S] the output holds lm_loss and no
+  // logits: the head and the loss are fused (kernels/linear_cross_entropy.h),
+  // equal to lm_loss(logits, targets) without the [B, S, V] logits.
+  ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets = {});
 
   // Routed-expert parameters (held by a subset of ranks, reduced over the
   // expert-data-parallel group); everything else is replicated on all ranks.

@@ -234,8 +234,8 @@ TrainSummary run_training(const Config& cfg) {
       auto chunk = batch.narrow(0, m, micro_seqs);
       auto inputs = chunk.narrow(1, 0, cfg.model.seq_len);
       auto targets = chunk.narrow(1, 1, cfg.model.seq_len);
-      ModelOutput out = model->forward(inputs);
-      auto lm = lm_loss(out.logits, targets);
+      ModelOutput out = model->forward(inputs, targets);
+      const auto& lm = out.lm_loss;
       const double weight = double(micro_seqs) / double(local_seqs);
       ((lm + out.aux_loss + out.z_loss) * weight).backward();
       const auto accumulate = [weight](torch::Tensor& sum, const torch::Tensor& value) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "kernels/linear_cross_entropy.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -109,6 +110,27 @@ TEST_P(KernelsTest, SwigluMatchesComposition) {
   expect_same_as_reference(
       {gate_up}, [](const auto& in) { return swiglu(in[0]); },
       [](const auto& in) { return swiglu_reference(in[0]); }, tolerance(GetParam()), "swiglu");
+}
+
+TEST_P(KernelsTest, LinearCrossEntropyMatchesCompositionAcrossChunks) {
+  const int64_t rows = 23, d = 16, vocab = 37;
+  const auto hidden = randn({rows, d});
+  const auto weight = randn({vocab, d});
+  auto targets = torch::randint(0, vocab, {rows}, torch::kLong);
+  targets.index_put_({torch::tensor({3, 4, 20})}, -100);  // ignored, as padding would be
+  // One chunk, chunks that divide the rows unevenly, and one row at a time.
+  for (const int64_t chunk : {int64_t{0}, int64_t{5}, int64_t{1}}) {
+    expect_same_as_reference(
+        {hidden, weight},
+        [&](const auto& in) { return linear_cross_entropy(in[0], in[1], targets, -100, chunk); },
+        [&](const auto& in) { return linear_cross_entropy_reference(in[0], in[1], targets); },
+        tolerance(GetParam()), "linear_cross_entropy chunk " + std::to_string(chunk));
+  }
+  // Without a backward to follow (evaluation), the same loss.
+  torch::NoGradGuard no_grad;
+  expect_close(linear_cross_entropy(hidden, weight, targets, -100, 5),
+               linear_cross_entropy_reference(hidden, weight, targets), tolerance(GetParam()),
+               "linear_cross_entropy without gradients");
 }
 
 TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {

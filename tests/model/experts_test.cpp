@@ -1,4 +1,4 @@
-// The grouped experts (bf16) against one expert at a time: values and every
+// The grouped (bf16) and padded experts against one expert at a time: values and every
 // gradient, with empty and uneven groups, on the CPU and (where present) CUDA.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -21,10 +21,14 @@ void init_weights(Experts& experts) {
   for (auto& p : experts->parameters()) p.normal_(0.0, 0.5);
 }
 
-Result run(Experts& experts, const DispatchedTokens& in, bool grouped) {
+enum class Path { kEach, kGrouped, kPadded };
+
+Result run(Experts& experts, const DispatchedTokens& in, Path path) {
   experts->zero_grad();
   DispatchedTokens d{in.tokens.detach().clone().requires_grad_(true), in.counts};
-  const auto out = grouped ? experts->forward_grouped(d) : experts->forward_each(d);
+  const auto out = path == Path::kGrouped  ? experts->forward_grouped(d)
+                   : path == Path::kPadded ? experts->forward_padded(d)
+                                           : experts->forward_each(d);
   // A weighted sum, so every output element has its own gradient.
   (out * torch::arange(out.numel(), out.options()).view(out.sizes()).cos()).sum().backward();
   Result r{out.detach().to(torch::kFloat32), d.tokens.grad().to(torch::kFloat32), {}};
@@ -39,7 +43,7 @@ void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::str
   EXPECT_LE((a - b).abs().max().item<double>(), 1e-2 * scale + 1e-6) << what;
 }
 
-void expect_grouped_equals_each(const torch::Device& device) {
+void expect_path_equals_each(Path path, const torch::Device& device, c10::ScalarType dtype) {
   torch::manual_seed(3);
   Experts experts(16, 8, std::vector<int64_t>{4, 9, 2, 7});
   init_weights(experts);
@@ -48,9 +52,9 @@ void expect_grouped_equals_each(const torch::Device& device) {
        {std::vector<int64_t>{3, 0, 5, 1}, {2, 2, 2, 2}, {0, 0, 4, 0}}) {
     int64_t rows = 0;
     for (int64_t c : counts) rows += c;
-    const DispatchedTokens in{torch::randn({rows, 16}).to(device, torch::kBFloat16), counts};
-    const Result each = run(experts, in, false);
-    const Result grouped = run(experts, in, true);
+    const DispatchedTokens in{torch::randn({rows, 16}).to(device, dtype), counts};
+    const Result each = run(experts, in, Path::kEach);
+    const Result grouped = run(experts, in, path);
     expect_close(grouped.out, each.out, "output");
     expect_close(grouped.input_grad, each.input_grad, "input gradient");
     ASSERT_EQ(grouped.weight_grads.size(), 12u);
@@ -62,13 +66,18 @@ void expect_grouped_equals_each(const torch::Device& device) {
 }
 
 TEST(Experts, GroupedEqualsOneExpertAtATime) {
-  expect_grouped_equals_each(torch::kCPU);
+  expect_path_equals_each(Path::kGrouped, torch::kCPU, torch::kBFloat16);
+}
+
+TEST(Experts, PaddedEqualsOneExpertAtATime) {
+  expect_path_equals_each(Path::kPadded, torch::kCPU, torch::kBFloat16);
+  expect_path_equals_each(Path::kPadded, torch::kCPU, torch::kFloat32);
 }
 
 // LibTorch's CUDA grouped GEMM is a different kernel from the CPU's loop over groups.
 TEST(Experts, GroupedEqualsOneExpertAtATimeOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  expect_grouped_equals_each(torch::kCUDA);
+  expect_path_equals_each(Path::kGrouped, torch::kCUDA, torch::kBFloat16);
 }
 
 TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
@@ -76,7 +85,7 @@ TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
   Experts experts(8, 8, std::vector<int64_t>{0, 1});
   init_weights(experts);
   const DispatchedTokens in{torch::randn({3, 8}).to(torch::kBFloat16), {3, 0}};
-  const Result r = run(experts, in, true);
+  const Result r = run(experts, in, Path::kGrouped);
   const auto names = experts->named_parameters();
   for (const auto& p : names) {
     if (p.key().rfind("1.", 0) == 0) {
