@@ -29,20 +29,22 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       const auto h = hidden.narrow(0, start, n);
       const auto t = safe_targets.narrow(0, start, n);
       const auto v = valid_stat.narrow(0, start, n);
-      auto logits = torch::mm(h, weight.t()).to(stat);  // [n, V]
-      const auto lse = torch::logsumexp(logits, 1, /*keepdim=*/true);
-      loss_sum += ((lse - logits.gather(1, t)) * v).sum();
+      auto log_probs = torch::log_softmax(torch::mm(h, weight.t()), 1, stat);  // [n, V]
+      loss_sum -= (log_probs.gather(1, t) * v).sum();
       if (!grads) continue;
-      // d(loss_sum)/d(logits) = softmax - one_hot(target), on valid rows only.
-      auto probs = logits.sub_(lse).exp_().mul_(v);
-      probs.scatter_add_(1, t, -v);
-      const auto grad_logits = probs.to(hidden.scalar_type());
+      // d(loss_sum)/d(logits) = softmax - one_hot(target) on valid rows. Ignored
+      // rows are zeroed through the [n, d] operands, not the [n, V] gradient.
+      auto grad_logits = log_probs.exp_();
+      grad_logits.scatter_add_(1, t, -v);
+      grad_logits = grad_logits.to(hidden.scalar_type());
       auto grad_h = grad_hidden.narrow(0, start, n);
       torch::mm_out(grad_h, grad_logits, weight);
+      grad_h.mul_(v.to(grad_h.scalar_type()));
+      const auto h_valid = h * v.to(h.scalar_type());
       if (grad_logits.scalar_type() == stat) {
-        grad_weight.addmm_(grad_logits.t(), h);
+        grad_weight.addmm_(grad_logits.t(), h_valid);
       } else {
-        grad_weight.add_(torch::mm(grad_logits.t(), h));
+        grad_weight.add_(torch::mm(grad_logits.t(), h_valid));
       }
     }
     const auto count = valid.sum().to(stat);
