@@ -26,6 +26,8 @@ build=${MOELAB_BUILD_DIR:-$root/build-gpu}
 data=${MOELAB_GPU_DATA:-data/fortunes}
 python=${MOELAB_PYTHON:-}
 [ -n "$python" ] || { [ -x .venv/bin/python ] && python=$root/.venv/bin/python || python=$(command -v python3); }
+# CMake resolves a bare name such as "python3" against the source folder: make it a path.
+[[ "$python" == */* ]] || python=$(command -v "$python") || { echo "gpu-check: no $MOELAB_PYTHON on PATH" >&2; exit 2; }
 
 if [ -n "${MOELAB_DEPS_PREFIX:-}" ]; then
   deps=$(cd "$MOELAB_DEPS_PREFIX" && pwd)
@@ -46,6 +48,8 @@ $build_only || echo "== gpu-check: $(nvidia-smi --query-gpu=name,memory.total --
 echo "== build ($build)"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+# A configure that failed leaves a cache without build files: start that one afresh.
+[ -f "$build/CMakeCache.txt" ] && ! [ -f "$build/build.ninja" ] && ! [ -f "$build/Makefile" ] && rm -rf "$build"
 [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DMOELAB_PYTHON="$python" -DMOELAB_WITH_NCCL=ON -DMOELAB_BUILD_TESTS=ON
 cmake --build "$build" --parallel "$(nproc)" --target moelab bench_model nccl_comm test_model
