@@ -14,7 +14,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& targets,
                                int64_t ignore_index, int64_t chunk_rows, bool grads) {
-    const int64_t rows = hidden.size(0), vocab = weight.size(0);
+    const int64_t rows = hidden.size(0);
     const auto stat = stat_dtype(hidden.scalar_type());
     const auto valid = targets != ignore_index;
     const auto safe_targets = targets.masked_fill(valid.logical_not(), 0).unsqueeze(1);
