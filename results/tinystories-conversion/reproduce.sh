@@ -14,11 +14,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/results/tinystories-conversion"
 cd "$root"
-[ -n "${MOELAB_SKIP_SETUP:-}" ] || { launch/install-deps.sh; launch/build.sh; }
+results/prepare-tinystories.sh "${1:-}"
 moelab=${MOELAB_BIN:-${MOELAB_BUILD_DIR:-$root/build}/bin/moelab}
 runs=runs/conversion
-[[ -f data/tinystories/prep.json ]] ||
-  data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tinystories
 common=(--set train.precision=fp32 --set train.threads=1 --set log.progress=off
   --set eval.max_windows=128 --set data.dir="$root/data/tinystories")
 

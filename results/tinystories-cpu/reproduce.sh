@@ -8,13 +8,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/results/tinystories-cpu"
 cd "$root"
-launch/install-deps.sh
-launch/build.sh
+results/prepare-tinystories.sh "${1:-}" --force
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 study=configs/studies/tinystories-cpu.toml
 runs=runs/studies/tinystories-cpu
-
-data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tinystories --force
 "$moelab" study run "$study"
 "$moelab" report "$runs"
 

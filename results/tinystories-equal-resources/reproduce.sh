@@ -2,7 +2,7 @@
 # Re-runs the strictly-equal-resources activation-rate sweep on TinyStories at
 # CPU scale from the raw text to the plots and refreshes this folder: installs
 # and builds what is missing, prepares ../shared/data/tinystories (BPE 4096, V1
-# validation held out), trains the 10 runs (about 40 min on 2 cores, two at a
+# validation held out), trains the 14 runs (about 55 min on 2 cores, two at a
 # time; an interrupted sweep resumes where it stopped), writes the report and
 # copies it here.
 #   results/tinystories-equal-resources/reproduce.sh [TINYSTORIES_DIR]
@@ -10,14 +10,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/results/tinystories-equal-resources"
 cd "$root"
-launch/install-deps.sh
-launch/build.sh
+results/prepare-tinystories.sh "${1:-}"
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 study=configs/studies/equal-resources-tinystories.toml
 runs=runs/studies/equal-resources-tinystories
-
-[[ -f data/tinystories/prep.json ]] ||
-  data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tinystories
 "$moelab" study run "$study"
 "$moelab" report "$runs"
 

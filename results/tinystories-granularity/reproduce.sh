@@ -10,14 +10,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/results/tinystories-granularity"
 cd "$root"
-launch/install-deps.sh
-launch/build.sh
+results/prepare-tinystories.sh "${1:-}"
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 study=configs/studies/tinystories-granularity.toml
 runs=runs/studies/tinystories-granularity
-
-[[ -f data/tinystories/prep.json ]] ||
-  data_prep/tinystories-local.sh "${1:-$root/../shared/data/tinystories}" data/tinystories
 "$moelab" study run "$study"
 "$moelab" report "$runs" --x moe.num_experts --lines granularity
 
