@@ -9,13 +9,25 @@
 namespace moelab {
 namespace {
 
-// Stacks one weight of every expert: [E, rows, cols] in `dtype`.
-torch::Tensor stacked(const std::vector<SwiGLU>& experts, torch::Tensor SwiGLUImpl::*weight,
-                      c10::ScalarType dtype) {
-  std::vector<torch::Tensor> weights;
-  weights.reserve(experts.size());
-  for (const auto& e : experts) weights.push_back(e.get()->*weight);
-  return torch::stack(weights).to(dtype);
+// Every expert's weights in `dtype`, as the batched GEMMs take them: gate_up
+// [E, d, 2h] (w1 and w3 side by side, one GEMM for both) and down [E, h, d],
+// views of [E, out, in] stacks. One concatenation per stack: w1 and w3 are
+// interleaved per expert, not stacked apart and then joined.
+struct StackedWeights {
+  torch::Tensor gate_up, down;
+};
+
+StackedWeights stacked_weights(const std::vector<SwiGLU>& experts, c10::ScalarType dtype) {
+  std::vector<torch::Tensor> gate_up, down;
+  for (const auto& e : experts) {
+    gate_up.push_back(e->w1);
+    gate_up.push_back(e->w3);
+    down.push_back(e->w2);
+  }
+  const auto n = static_cast<int64_t>(experts.size());
+  const int64_t hidden = experts.front()->w1.size(0), d = experts.front()->w1.size(1);
+  return {torch::cat(gate_up, 0).to(dtype).view({n, 2 * hidden, d}).transpose(1, 2),
+          torch::stack(down).to(dtype).transpose(1, 2)};
 }
 
 }  // namespace
@@ -80,15 +92,8 @@ torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
   for (int64_t c : dispatched.counts) ends.push_back(static_cast<int32_t>(end += c));
   const auto offsets = torch::tensor(ends, torch::TensorOptions().dtype(torch::kInt32))
                            .to(x.device(), /*non_blocking=*/true);
-  const auto dtype = x.scalar_type();
-  // [E, d, 2h] (w1 and w3 side by side: one grouped GEMM for both) and [E, h, d]
-  // views of the [E, out, in] weights.
-  const auto w13 =
-      torch::cat(
-          {stacked(experts_, &SwiGLUImpl::w1, dtype), stacked(experts_, &SwiGLUImpl::w3, dtype)}, 1)
-          .transpose(1, 2);
-  const auto w2 = stacked(experts_, &SwiGLUImpl::w2, dtype).transpose(1, 2);
-  return at::_grouped_mm(swiglu(at::_grouped_mm(x, w13, offsets)), w2, offsets);
+  const auto w = stacked_weights(experts_, x.scalar_type());
+  return at::_grouped_mm(swiglu(at::_grouped_mm(x, w.gate_up, offsets)), w.down, offsets);
 }
 
 torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {
@@ -106,13 +111,8 @@ torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {
   const auto padded = torch::zeros({experts * rows, d}, x.options())
                           .index_copy(0, index, x)
                           .view({experts, rows, d});
-  const auto dtype = x.scalar_type();
-  const auto w13 =
-      torch::cat(
-          {stacked(experts_, &SwiGLUImpl::w1, dtype), stacked(experts_, &SwiGLUImpl::w3, dtype)}, 1)
-          .transpose(1, 2);                                                   // [E, d, 2h]
-  const auto w2 = stacked(experts_, &SwiGLUImpl::w2, dtype).transpose(1, 2);  // [E, h, d]
-  const auto y = torch::bmm(swiglu(torch::bmm(padded, w13)), w2);             // [E, rows, d]
+  const auto w = stacked_weights(experts_, x.scalar_type());
+  const auto y = torch::bmm(swiglu(torch::bmm(padded, w.gate_up)), w.down);  // [E, rows, d]
   return y.view({experts * rows, d}).index_select(0, index);
 }
 
