@@ -1,6 +1,9 @@
 // Each CPU kernel in src/kernels against the plain LibTorch composition it
 // replaces, forward + backward, at the shapes of bench_model's reference step
-// (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16.
+// (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16;
+// the grouped matmul at the fine-grained MoE's gate|up GEMM (64 experts of
+// width 128, top-8: 64 groups of 512 rows, 256 -> 256), in bf16 where this CPU
+// runs its kernel.
 //
 // bench_kernels [--threads 2] [--reps 20]
 #include <fmt/format.h>
@@ -11,6 +14,7 @@
 #include <functional>
 #include <string>
 
+#include "kernels/grouped_matmul.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -62,6 +66,20 @@ void bench(c10::ScalarType dtype, int reps) {
     const auto grad = torch::randn({tokens, hidden}, opts);
     row("swiglu", dtype, time_ms([&] { return swiglu(gate_up); }, grad, reps),
         time_ms([&] { return swiglu_reference(gate_up); }, grad, reps));
+  }
+  if (dtype == torch::kBFloat16 && grouped_matmul_has_cpu_kernel()) {
+    const int64_t experts = 64, rows = 512, width = 256;
+    const std::vector<int64_t> counts(experts, rows);
+    const auto x = torch::randn({experts * rows, d}, opts).requires_grad_(true);
+    const auto w = torch::randn({experts, width, d}, opts).requires_grad_(true);
+    const auto grad = torch::randn({experts * rows, width}, opts);
+    const double ms =
+        time_ms([&] { return grouped_matmul(x, w.transpose(1, 2), counts); }, grad, reps);
+    row("grouped_mm", dtype, ms,
+        time_ms([&] { return grouped_matmul_reference(x, w.transpose(1, 2), counts); }, grad,
+                reps));
+    fmt::print("{:<10} {:<9} {:>9.0f} GFLOP/s\n", "", "",
+               6.0 * experts * rows * d * width / ms / 1e6);
   }
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/grouped_matmul.h"
 #include "kernels/swiglu.h"
+#include "model/precision.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -53,20 +55,27 @@ void ExpertsImpl::check_groups(const DispatchedTokens& dispatched) const {
 }
 
 torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
-  // _grouped_mm wants every row of every operand 16-byte aligned.
-  const bool aligned = !experts_.empty() && experts_.front()->w2.size(0) % 8 == 0 &&
-                       experts_.front()->w2.size(1) % 8 == 0;
-  const bool same_width = std::all_of(experts_.begin(), experts_.end(), [&](const SwiGLU& e) {
-    return e->w2.size(1) == experts_.front()->w2.size(1);
-  });
-  const bool bf16 = dispatched.tokens.scalar_type() == torch::kBFloat16;
-  if (bf16 && same_width && dispatched.tokens.is_cpu() && !experts_.empty()) {
+  const bool same_width =
+      !experts_.empty() && std::all_of(experts_.begin(), experts_.end(), [&](const SwiGLU& e) {
+        return e->w2.size(1) == experts_.front()->w2.size(1);
+      });
+  if (dispatched.tokens.scalar_type() != torch::kBFloat16 || !same_width) {
+    return forward_each(dispatched);
+  }
+  const int64_t d = experts_.front()->w2.size(0), hidden = experts_.front()->w2.size(1);
+  if (dispatched.tokens.is_cpu()) {
+    const auto& features = native_bf16_cpu_features();
+    const bool amx = std::find(features.begin(), features.end(), "amx_bf16") != features.end();
+    if (!amx && grouped_matmul_has_cpu_kernel() && d % 16 == 0 && hidden % 16 == 0) {
+      return forward_grouped(dispatched);
+    }
     // Bounded padding: an expert holding most tokens would multiply the work.
     const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
     const auto experts = static_cast<int64_t>(experts_.size());
     if (experts * largest <= 4 * dispatched.tokens.size(0)) return forward_padded(dispatched);
   }
-  if (bf16 && aligned && same_width) return forward_grouped(dispatched);
+  // _grouped_mm wants every row of every operand 16-byte aligned.
+  if (d % 8 == 0 && hidden % 8 == 0) return forward_grouped(dispatched);
   return forward_each(dispatched);
 }
 
@@ -86,14 +95,9 @@ torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
 torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
   check_groups(dispatched);
   const auto& x = dispatched.tokens;
-  // Group g holds rows [ends[g-1], ends[g]).
-  std::vector<int32_t> ends;
-  int64_t end = 0;
-  for (int64_t c : dispatched.counts) ends.push_back(static_cast<int32_t>(end += c));
-  const auto offsets = torch::tensor(ends, torch::TensorOptions().dtype(torch::kInt32))
-                           .to(x.device(), /*non_blocking=*/true);
   const auto w = stacked_weights(experts_, x.scalar_type());
-  return at::_grouped_mm(swiglu(at::_grouped_mm(x, w.gate_up, offsets)), w.down, offsets);
+  return grouped_matmul(swiglu(grouped_matmul(x, w.gate_up, dispatched.counts)), w.down,
+                        dispatched.counts);
 }
 
 torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {

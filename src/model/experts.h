@@ -3,12 +3,14 @@
 // registered under its GLOBAL expert id ("<gid>.w1", ...), so parameter names
 // (and checkpoints) do not depend on how experts are spread over ranks.
 //
-// In bf16 on CUDA the experts run as grouped matmuls (one call per weight over
-// every expert's rows, no padding: LibTorch's _grouped_mm), which replaces
-// 3 x E small kernels by 2. In bf16 on the CPU, where _grouped_mm is a loop of
-// small GEMMs, they run as batched matmuls over groups padded to the largest
-// (64 experts x 128, top-8: 1.7x the tokens/s of _grouped_mm even at 1.4-3.5x
-// padding), unless padding would more than quadruple the rows. fp32 (whose
+// In bf16 the experts run as grouped matmuls: one call per weight over every
+// expert's rows, no padding (kernels/grouped_matmul.h). On CUDA that is
+// LibTorch's _grouped_mm, which replaces 3 x E small kernels by 2. On a CPU with
+// AVX512-BF16 it is moelab's own kernel (64 experts x 128, top-8: 1.9x the
+// tokens/s of the padded batched matmuls it replaced, 2.1x one GEMM per expert).
+// A CPU with AMX keeps the padded batched matmuls, which oneDNN runs on its AMX
+// tiles (not measured: no AMX CPU was at hand), and so does a CPU without
+// native bf16, unless padding would more than quadruple the rows. fp32 (whose
 // batched matmul measured slower than one GEMM per expert on the CPU), experts
 // of different widths and widths not a multiple of 8 run one expert at a time.
 #pragma once
@@ -34,7 +36,7 @@ class ExpertsImpl : public torch::nn::Module {
   torch::Tensor forward(const DispatchedTokens& dispatched);
   // The same, one expert at a time: the reference for the grouped path.
   torch::Tensor forward_each(const DispatchedTokens& dispatched);
-  // The same as grouped matmuls (bf16).
+  // The same as grouped matmuls.
   torch::Tensor forward_grouped(const DispatchedTokens& dispatched);
   // The same as batched matmuls over [E, rows of the largest group, d], the
   // other groups padded with zero rows (experts of one width).

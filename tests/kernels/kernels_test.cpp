@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "kernels/grouped_matmul.h"
 #include "kernels/linear_cross_entropy.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -148,6 +149,30 @@ TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
       {randn({0, 2, 3, 8})}, [&](const auto& in) { return rope(in[0], cos, sin); },
       [&](const auto& in) { return rope_reference(in[0], cos, sin); }, tolerance(GetParam()),
       "rope");
+}
+
+// Expert groups as the model makes them: one empty, one of one row, odd sizes
+// (the weight gradient pairs rows), one over a parallel block of rows; the
+// weights a transposed view of an [E, out, in] stack; N = 80 leaves a tile of
+// 16 columns. The reference runs in double and rounds once to bf16, as the
+// kernel (fp32 accumulation) does.
+TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
+  if (!grouped_matmul_has_cpu_kernel()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  torch::manual_seed(3);
+  const std::vector<int64_t> counts = {5, 0, 1, 50, 6};
+  const int64_t k = 32, n = 80;
+  const auto bf16 = torch::TensorOptions(torch::kBFloat16);
+  for (const int64_t columns : {n, int64_t{24}}) {  // 24: not a multiple of 16, _grouped_mm
+    expect_same_as_reference(
+        {torch::randn({62, k}, bf16), torch::randn({5, columns, k}, bf16)},
+        [&](const auto& in) { return grouped_matmul(in[0], in[1].transpose(1, 2), counts); },
+        [&](const auto& in) {
+          return grouped_matmul_reference(in[0].to(torch::kFloat64),
+                                          in[1].transpose(1, 2).to(torch::kFloat64), counts)
+              .to(torch::kBFloat16);
+        },
+        {1e-2, 2e-2}, "grouped_matmul N=" + std::to_string(columns));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,

@@ -1,0 +1,28 @@
+// Grouped matmul: the rows of x come in consecutive groups, one per expert, and
+// group g is multiplied by its own matrix w[g]. The expert FFNs' three GEMMs.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace moelab {
+
+// Whether this CPU runs grouped_matmul's own bf16 kernel (AVX512-BF16 dot
+// products). oneDNN runs the many small GEMMs of fine-grained experts at a
+// fraction of its bf16 peak on such CPUs; this kernel does all groups in one
+// parallel loop, without padding.
+bool grouped_matmul_has_cpu_kernel();
+
+// x: [rows, K]; w: [E, K, N] (any strides); counts[g]: the rows of group g,
+// summing to rows. Returns [rows, N], group g's rows times w[g]. bf16 on a CPU
+// with the kernel (K even, N a multiple of 16) runs it, forward and backward;
+// everything else runs LibTorch's _grouped_mm.
+torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
+                             const std::vector<int64_t>& counts);
+
+// One mm per group: the kernel's reference in tests.
+torch::Tensor grouped_matmul_reference(const torch::Tensor& x, const torch::Tensor& w,
+                                       const std::vector<int64_t>& counts);
+
+}  // namespace moelab
