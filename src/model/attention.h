@@ -24,9 +24,12 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-// Causal attention as two GEMMs around a softmax, the S x S scores stored:
-// q [B, H, S, hd], k and v [B, Hkv, S, hd] -> [B, H, S, hd]. The CPU's bf16 path
-// (its backward is faster than the fused kernel's there); exposed for its test.
-torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v);
+// Causal attention as two GEMMs around a softmax, the scores stored:
+// q [B, H, S, hd], k and v [B, Hkv, S, hd] -> [B, H, S, hd]. The queries go in
+// `query_blocks` blocks, each against the keys up to its last query only, so
+// most of the masked half of the scores is never computed. The CPU's path
+// (faster there than the fused kernel); exposed for its test.
+torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
+                                        int64_t query_blocks = 1);
 
 }  // namespace moelab
