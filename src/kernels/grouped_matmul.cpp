@@ -19,24 +19,25 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> starts(counts.size() + 1, 0);
-  std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
-  return starts;
-}
-
 torch::Tensor grouped_mm_fallback(const torch::Tensor& x, const torch::Tensor& w,
                                   const std::vector<int64_t>& counts) {
+  // Group g holds rows [ends[g - 1], ends[g]).
   std::vector<int32_t> ends;
-  for (auto it = counts.begin(); it != counts.end(); ++it) {
-    ends.push_back(static_cast<int32_t>((ends.empty() ? 0 : ends.back()) + *it));
-  }
+  int64_t end = 0;
+  for (int64_t c : counts) ends.push_back(static_cast<int32_t>(end += c));
   const auto offsets = torch::tensor(ends, torch::TensorOptions().dtype(torch::kInt32))
                            .to(x.device(), /*non_blocking=*/true);
   return at::_grouped_mm(x, w, offsets);
 }
 
 #ifdef MOELAB_BF16_DOT_KERNEL
+
+// Group g's rows start at starts[g]; starts[E] is the row count.
+std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> starts(counts.size() + 1, 0);
+  std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
+  return starts;
+}
 
 // Two bf16 values in one 32-bit word, the first in the low half: consecutive
 // elements along the reduction, the operand pair of one AVX512-BF16 dot product.
@@ -241,7 +242,12 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 3 && x.size(1) == w.size(1) &&
                   static_cast<int64_t>(counts.size()) == w.size(0),
-              "grouped_matmul: x [rows, K], w [groups, K, N] and one count per group expected");
+              "grouped_matmul: x [rows, K], w [groups, K, N] and one count per group expected, "
+              "got x ",
+              x.sizes(), ", w ", w.sizes(), " and ", counts.size(), " counts");
+  TORCH_CHECK(std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c >= 0; }) &&
+                  std::accumulate(counts.begin(), counts.end(), int64_t{0}) == x.size(0),
+              "grouped_matmul: the group counts must be >= 0 and sum to x's ", x.size(0), " rows");
 #ifdef MOELAB_BF16_DOT_KERNEL
   const bool bf16 = x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16;
   // The backward's dx has K columns, so K must suit the tiles as N does.

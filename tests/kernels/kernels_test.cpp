@@ -156,13 +156,13 @@ TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
 // weights a transposed view of an [E, out, in] stack; N = 80 leaves a tile of
 // 16 columns. The reference runs in double and rounds once to bf16, as the
 // kernel (fp32 accumulation) does.
+// Where the CPU has no AVX512-BF16, both widths check the _grouped_mm path.
 TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
-  if (!grouped_matmul_has_cpu_kernel()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   torch::manual_seed(3);
   const std::vector<int64_t> counts = {5, 0, 1, 50, 6};
   const int64_t k = 32, n = 80;
   const auto bf16 = torch::TensorOptions(torch::kBFloat16);
-  for (const int64_t columns : {n, int64_t{24}}) {  // 24: not a multiple of 16, _grouped_mm
+  for (const int64_t columns : {n, int64_t{24}}) {  // 24: not a multiple of 16: _grouped_mm
     expect_same_as_reference(
         {torch::randn({62, k}, bf16), torch::randn({5, columns, k}, bf16)},
         [&](const auto& in) { return grouped_matmul(in[0], in[1].transpose(1, 2), counts); },
@@ -173,6 +173,14 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
         },
         {1e-2, 2e-2}, "grouped_matmul N=" + std::to_string(columns));
   }
+}
+
+TEST(GroupedMatmulTest, CountsThatDoNotSumToTheRowsAreRefused) {
+  const auto x = torch::zeros({4, 16}, torch::kBFloat16);
+  const auto w = torch::zeros({2, 16, 16}, torch::kBFloat16);
+  EXPECT_THROW(grouped_matmul(x, w, {1, 2}), c10::Error);
+  EXPECT_THROW(grouped_matmul(x, w, {5, -1}), c10::Error);
+  EXPECT_THROW(grouped_matmul(x, w, {4}), c10::Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,
