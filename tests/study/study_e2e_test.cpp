@@ -4,6 +4,7 @@
 // cluster started by slurm_cluster.sh.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -168,11 +169,11 @@ std::pair<double, double> run_interval(const std::string& run_dir) {
   std::tm tm{};
   strptime(log.substr(1, 20).c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
   const double start = double(timegm(&tm));
-  const auto done = fs::last_write_time(run_dir + "/DONE");
-  const double end =
-      std::chrono::duration<double>(std::chrono::file_clock::to_sys(done).time_since_epoch())
-          .count();
-  return {start, end};
+  // stat, not fs::last_write_time: its clock converts to system time only in C++20,
+  // and LibTorch 2.11 builds this project as C++17.
+  struct stat done {};
+  if (stat((run_dir + "/DONE").c_str(), &done) != 0) ADD_FAILURE() << "no DONE in " << run_dir;
+  return {start, double(done.st_mtim.tv_sec) + 1e-9 * double(done.st_mtim.tv_nsec)};
 }
 
 // Starts the private cluster in SetUp and always stops it in TearDown: two
