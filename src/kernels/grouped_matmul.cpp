@@ -171,7 +171,10 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
   return y;
 }
 
-// dw[g] = x_g^T dy_g: [E, K, N], reducing over each group's rows.
+// dw[g] = x_g^T dy_g: [E, K, N], reducing over each group's rows. Computed as
+// its transpose dy_g^T x_g, contiguous [E, N, K]: the weights are transposed
+// views of [E, out, in] stacks, so their gradient then reaches the stack
+// without a copy.
 torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
                                  const std::vector<int64_t>& counts) {
   const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
@@ -190,16 +193,16 @@ torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy
       pack_row_pairs(bits(dy) + starts[g] * n, counts[g], n, n, 1, dyw + pair_starts[g] * n);
     }
   });
-  auto dw = torch::empty({groups, k, n}, dy.options());
-  auto* dw_bits = reinterpret_cast<uint16_t*>(dw.data_ptr<c10::BFloat16>());
+  auto dw_t = torch::empty({groups, n, k}, dy.options());
+  auto* dw_bits = reinterpret_cast<uint16_t*>(dw_t.data_ptr<c10::BFloat16>());
   std::vector<Gemm> gemms;
   for (int64_t g = 0; g < groups; ++g) {
-    // A = x_g^T: row i of A is column i of x_g, its pair p the packed word (p, i).
-    gemms.push_back({xw + pair_starts[g] * k, 1, k, k, pair_starts[g + 1] - pair_starts[g],
-                     dyw + pair_starts[g] * n, dw_bits + g * k * n});
+    // A = dy_g^T: row i of A is column i of dy_g, its pair p the packed word (p, i).
+    gemms.push_back({dyw + pair_starts[g] * n, 1, n, n, pair_starts[g + 1] - pair_starts[g],
+                     xw + pair_starts[g] * k, dw_bits + g * n * k});
   }
-  run_gemms(gemms, n);
-  return dw;
+  run_gemms(gemms, k);
+  return dw_t.transpose(1, 2);
 }
 
 class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunction> {
