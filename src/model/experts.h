@@ -6,8 +6,9 @@
 // In bf16 the experts run as grouped matmuls: one call per weight over every
 // expert's rows, no padding (kernels/grouped_matmul.h). On CUDA that is
 // LibTorch's _grouped_mm, which replaces 3 x E small kernels by 2. On a CPU with
-// AVX512-BF16 it is moelab's own kernel (64 experts x 128, top-8: 1.9x the
-// tokens/s of the padded batched matmuls it replaced, 2.1x one GEMM per expert).
+// AVX512-BF16 it is moelab's own kernel (64 experts x 128, top-8: 2x the
+// step's tokens/s with the padded batched matmuls it replaced; the GEMMs alone
+// 2.1-2.3x one mm per expert, bench_kernels).
 // A CPU with AMX keeps the padded batched matmuls, which oneDNN runs on its AMX
 // tiles (not measured: no AMX CPU was at hand), and so does a CPU without
 // native bf16, unless padding would more than quadruple the rows. fp32 (whose
