@@ -59,10 +59,10 @@ void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols, int64_t si, i
   }
 }
 
-// One GEMM of the group: c[rows, n] = A · B, reducing over `pairs` element pairs.
+// One GEMM of a group: c[rows, n] = A · B, reducing over `pairs` element pairs.
 // A's pair p of row i is the word a[i * row_step + p * pair_step], so that A can
 // be a row-major matrix (row_step = K / 2, pair_step = 1) or a packed transpose
-// (row_step = 1, pair_step = K); B is [pairs, n] words (pack_row_pairs).
+// (row_step = 1, pair_step = its row count); B is [pairs, n] words (pack_row_pairs).
 struct Gemm {
   const Word* a;
   int64_t row_step, pair_step, rows, pairs;
