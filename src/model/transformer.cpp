@@ -137,10 +137,4 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::T
   return out;
 }
 
-torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
-  const auto stat_dtype = logits.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat32;
-  const int64_t vocab = logits.size(-1);
-  return torch::cross_entropy_loss(logits.reshape({-1, vocab}).to(stat_dtype), targets.reshape(-1));
-}
-
 }  // namespace moelab

@@ -65,7 +65,8 @@ class TransformerImpl : public torch::nn::Module {
   TransformerImpl(const Config& cfg, MoeContext ctx = {});
   // tokens [B, S] int64. With targets [B, S] the output holds lm_loss and no
   // logits: the head and the loss are fused (kernels/linear_cross_entropy.h),
-  // equal to lm_loss(logits, targets) without the [B, S, V] logits.
+  // equal to the mean token cross-entropy of the logits (fp32; double stays
+  // double) without the [B, S, V] logits.
   ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets = {});
 
   // Routed-expert parameters (held by a subset of ranks, reduced over the
@@ -87,9 +88,5 @@ class TransformerImpl : public torch::nn::Module {
   Config cfg_;
 };
 TORCH_MODULE(Transformer);
-
-// Mean token cross-entropy in fp32 (double stays double).
-// logits [B, S, V], targets [B, S] int64.
-torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets);
 
 }  // namespace moelab

@@ -35,7 +35,7 @@ class DotMoe : public ::testing::Test {
     for (int step = 0; step < 100; ++step) {
       const auto batch = loader.next();
       adam.zero_grad();
-      lm_loss(model->forward(batch.slice(1, 0, -1)).logits, batch.slice(1, 1)).backward();
+      model->forward(batch.slice(1, 0, -1), batch.slice(1, 1)).lm_loss.backward();
       adam.step();
     }
     moelab::testing::save_model_checkpoint(dir.str(), 1, model, cfg);

@@ -92,10 +92,10 @@ TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
   cfg.train.precision = "bf16";
   Transformer bf16(cfg);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, 8}, torch::kLong);
-  const auto a = lm_loss(fp32->forward(tokens).logits, tokens);
-  const auto out = bf16->forward(tokens);
-  EXPECT_EQ(out.logits.scalar_type(), torch::kBFloat16);
-  const auto b = lm_loss(out.logits, tokens);
+  const auto a = fp32->forward(tokens, tokens).lm_loss;
+  EXPECT_EQ(bf16->forward(tokens).logits.scalar_type(), torch::kBFloat16);
+  const auto out = bf16->forward(tokens, tokens);
+  const auto& b = out.lm_loss;
   EXPECT_EQ(b.scalar_type(), torch::kFloat32);
   EXPECT_NEAR(a.item<double>(), b.item<double>(), 0.02);
   (b + out.aux_loss + out.z_loss).backward();
