@@ -27,21 +27,43 @@ start_daemon() {  # name, then the command; records the pid in DIR/NAME.pid
   echo $! >"$dir/$name.pid"
 }
 
+# Bounded at 60 s: the daemons are normally up in under a second, but in one CI
+# run the slurmds were not idle after the 10 s this once allowed. A failure
+# prints the daemons' last log lines, so that the cause shows in CI's output.
 wait_for() {  # description, then a command that succeeds once ready
   local what=$1; shift
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do
     if "$@" >/dev/null 2>&1; then return 0; fi
     sleep 0.1
   done
-  echo "slurm_cluster: $what did not come up; logs in $dir" >&2
+  echo "slurm_cluster: $what did not come up within 60 s; logs in $dir:" >&2
+  local log
+  for log in "$dir"/*.log "$dir"/*.out; do
+    [[ -f $log ]] && { echo "--- $log (last lines)"; tail -n 15 "$log"; } >&2
+  done
   return 1
 }
 
-free_port() {  # a TCP port nobody listens on
-  local port
+# A TCP port below the kernel's ephemeral range (so no outgoing connection can
+# hold it), that no socket uses in any state and that this start has not handed
+# out already: a daemon that cannot bind its port never comes up. Sets the
+# variable named by $1 (not printed: a $(...) subshell would lose used_ports).
+used_ports=" "
+free_port() {
+  local low high port
+  read -r low high </proc/sys/net/ipv4/ip_local_port_range
+  # Below the range where it leaves room, else above it, else anywhere.
+  if ((low >= 11000)); then high=$low low=10000
+  elif ((high <= 64000)); then low=$((high + 1)) high=65535
+  else low=20000 high=50000; fi
   while :; do
-    port=$((20000 + RANDOM % 30000))
-    if ! ss -ltn "sport = :$port" | grep -q LISTEN; then echo "$port"; return; fi
+    port=$((low + RANDOM % (high - low)))
+    [[ $used_ports == *" $port "* ]] && continue
+    if [[ -z $(ss -Htan "sport = :$port") ]]; then
+      used_ports+="$port "
+      printf -v "$1" %s "$port"
+      return
+    fi
   done
 }
 
@@ -65,8 +87,12 @@ start() {
   local nodes=${SLURM_CLUSTER_NODES:-1} more_nodes="" names
   host=$(hostname -s)
   names=$host
+  local ctld_port slurmd_port node_port
+  free_port ctld_port
+  free_port slurmd_port
   for ((i = 2; i <= nodes; i++)); do
-    more_nodes+="NodeName=${host}n$i NodeAddr=127.0.0.1 Port=$(free_port) CPUs=$cpus RealMemory=1000"
+    free_port node_port
+    more_nodes+="NodeName=${host}n$i NodeAddr=127.0.0.1 Port=$node_port CPUs=$cpus RealMemory=1000"
     ((gpus > 0)) && more_nodes+=" Gres=gpu:$gpus"
     more_nodes+=$' State=UNKNOWN\n'
     names+=" ${host}n$i"
@@ -82,8 +108,8 @@ start() {
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=moelabtest
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$(free_port)
-SlurmdPort=$(free_port)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 AuthType=auth/munge
 AuthInfo=socket=$sock
 CredType=cred/munge
