@@ -23,10 +23,9 @@ launch/train.sh -np "$ranks" configs/dense-small.toml --resume auto "$@"
 launch/train.sh -np "$ranks" configs/moe-small.toml --resume auto --set parallel.ep="$ranks" "$@"
 
 echo
-echo "best validation loss (lower is better):"
+printf '%-12s %15s %12s %12s   %s\n' model "best val loss" "params" "active" "curve, metrics"
+count() { "$moelab" params "configs/$1.toml" | awk -v k="$2" '$1 == k { print $2 }'; }
 for model in dense-small moe-small; do
-  printf '  %-12s %s   (curve: runs/%s/val.csv, metrics: runs/%s/metrics.jsonl)\n' "$model" \
-    "$(tail -n 1 runs/$model/val.csv | cut -d, -f4)" "$model" "$model"
+  LC_NUMERIC=C printf '%-12s %15.4f %12s %12s   runs/%s/{val.csv,metrics.jsonl}\n' "$model" \
+    "$(tail -n 1 "runs/$model/val.csv" | cut -d, -f4)" "$(count "$model" total)" "$(count "$model" active)" "$model"
 done
-"$moelab" params configs/dense-small.toml | tail -n 2
-"$moelab" params configs/moe-small.toml | tail -n 2
