@@ -80,6 +80,13 @@ void bench(c10::ScalarType dtype, int reps) {
                 reps));
     fmt::print("{:<10} {:<9} {:>9.0f} GFLOP/s\n", "", "",
                6.0 * experts * rows * d * width / ms / 1e6);
+    if (grouped_matmul_has_amx()) {
+      const double dot_ms = time_ms(
+          [&] { return grouped_matmul(x, w.transpose(1, 2), counts, CpuTiles::kAvx512Dot); }, grad,
+          reps);
+      fmt::print("{:<10} {:<9} {:>9.2f} ms on AVX512-BF16 tiles: AMX tiles {:.2f}x\n", "", "",
+                 dot_ms, dot_ms / ms);
+    }
   }
 }
 

@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <numeric>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#include "kernels/grouped_gemm.h"
+
+#ifdef MOELAB_BF16_DOT_KERNEL
 #include <immintrin.h>
-#define MOELAB_BF16_DOT_KERNEL 1
 #define MOELAB_BF16_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #endif
 
@@ -39,9 +40,9 @@ std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
   return starts;
 }
 
-// Two bf16 values in one 32-bit word, the first in the low half: consecutive
-// elements along the reduction, the operand pair of one AVX512-BF16 dot product.
-using Word = uint32_t;
+using grouped_gemm::Gemm;
+using grouped_gemm::kAmxPairs;
+using grouped_gemm::Word;
 
 // Matrix m[i][j] = m[i * si + j * sj] of `rows` x `cols` as [ceil(rows / 2), cols]
 // words: word (p, j) holds m[2p][j] and m[2p + 1][j] (zero past the last row).
@@ -50,7 +51,10 @@ void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols, int64_t si, i
   for (int64_t p = 0; 2 * p < rows; ++p) {
     const uint16_t* lo = m + 2 * p * si;
     Word* o = out + p * cols;
-    if (2 * p + 1 < rows) {
+    if (2 * p + 1 < rows && sj == 1) {  // contiguous rows: a loop that vectorises
+      const uint16_t* hi = lo + si;
+      for (int64_t j = 0; j < cols; ++j) o[j] = lo[j] | Word{hi[j]} << 16;
+    } else if (2 * p + 1 < rows) {
       const uint16_t* hi = lo + si;
       for (int64_t j = 0; j < cols; ++j) o[j] = lo[j * sj] | Word{hi[j * sj]} << 16;
     } else {
@@ -58,17 +62,6 @@ void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols, int64_t si, i
     }
   }
 }
-
-// One GEMM of a group: c[rows, n] = A · B, reducing over `pairs` element pairs.
-// A's pair p of row i is the word a[i * row_step + p * pair_step], so that A can
-// be a row-major matrix (row_step = K / 2, pair_step = 1) or a packed transpose
-// (row_step = 1, pair_step = its row count); B is [pairs, n] words (pack_row_pairs).
-struct Gemm {
-  const Word* a;
-  int64_t row_step, pair_step, rows, pairs;
-  const Word* b;
-  uint16_t* c;  // bf16, row stride n
-};
 
 constexpr int kTileRows = 6;                   // 6 x 4 accumulators + 4 B vectors + 1 A
 constexpr int kTileVectors = 4;                // 16 fp32 each: 64 columns per tile
@@ -116,7 +109,12 @@ const std::array<std::array<TileFn, kTileVectors>, kTileRows> tiles = {
 // Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
 // blocks of rows and columns: the small GEMMs of many experts fill the threads
 // together, and a block's B panel stays in cache across its row tiles.
-void run_gemms(const std::vector<Gemm>& gemms, int64_t n) {
+void run_gemms(const std::vector<Gemm>& gemms, int64_t n, bool amx) {
+  if (amx && std::all_of(gemms.begin(), gemms.end(), [](const Gemm& g) {
+        return g.pair_step == 1 && g.pairs % kAmxPairs == 0;
+      })) {
+    return grouped_gemm::run_gemms_amx(gemms, n);
+  }
   struct Block {
     size_t gemm;
     int64_t row, col;
@@ -148,7 +146,7 @@ const uint16_t* bits(const torch::Tensor& t) {
 
 // y[rows, N] = group g's rows of x[rows, K] times w[g] ([E, K, N], any strides).
 torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
-                             const std::vector<int64_t>& counts) {
+                             const std::vector<int64_t>& counts, bool amx) {
   const int64_t groups = w.size(0), k = w.size(1), n = w.size(2), pairs = k / 2;
   auto packed = torch::empty({groups, pairs, n}, x.options().dtype(torch::kInt32));
   auto* packed_words = reinterpret_cast<Word*>(packed.data_ptr<int32_t>());
@@ -167,20 +165,91 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
     gemms.push_back({x_words + starts[g] * pairs, pairs, 1, counts[g], pairs,
                      packed_words + g * pairs * n, y_bits + starts[g] * n});
   }
-  run_gemms(gemms, n);
+  run_gemms(gemms, n, amx);
   return y;
 }
+
+// GCC 12 warns of the self-initialised "undefined" vectors inside the
+// intrinsics' headers once inlined here (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// out[j * stride + q] = r[q][j] for a 16 x 16 block of words r[q] (16 each):
+// pairs of 32-bit words, then of 64-bit words, then 128-bit lanes swapped.
+MOELAB_BF16_DOT_TARGET void store_transposed(const __m512i (&r)[16], Word* out, int64_t stride) {
+  __m512i a[16], b[16];
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // b[4i + c], lane L: column 4L + c of rows 4i .. 4i + 3.
+  for (int i = 0; i < 16; i += 4) {
+    b[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
+    b[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
+    b[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
+    b[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i s0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44);
+    const __m512i s1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
+    const __m512i s2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
+    const __m512i s3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+    _mm512_storeu_si512(out + c * stride, _mm512_shuffle_i32x4(s0, s2, 0x88));
+    _mm512_storeu_si512(out + (4 + c) * stride, _mm512_shuffle_i32x4(s0, s2, 0xDD));
+    _mm512_storeu_si512(out + (8 + c) * stride, _mm512_shuffle_i32x4(s1, s3, 0x88));
+    _mm512_storeu_si512(out + (12 + c) * stride, _mm512_shuffle_i32x4(s1, s3, 0xDD));
+  }
+}
+
+// Matrix m (as in pack_row_pairs, its columns contiguous, cols a multiple of
+// 16) transposed into [cols, pairs] words: word (j, p) holds m[2p][j] and
+// m[2p + 1][j], zero past the last row. AMX's A operand for the weight
+// gradient, whose rows must hold their pairs in a row. In blocks of 16 pairs x
+// 16 columns, transposed in registers; the blocks with the last row, by word.
+MOELAB_BF16_DOT_TARGET void pack_column_pairs(const uint16_t* m, int64_t rows, int64_t cols,
+                                              int64_t si, int64_t pairs, Word* out) {
+  for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+    const bool full = 2 * (p0 + 16) <= rows && p0 + 16 <= pairs;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      if (full) {
+        __m512i r[16];
+        for (int q = 0; q < 16; ++q) {
+          const uint16_t* lo = m + 2 * (p0 + q) * si + j0;
+          const auto low = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)lo));
+          const auto high = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(lo + si)));
+          r[q] = _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+        }
+        store_transposed(r, out + j0 * pairs + p0, pairs);
+        continue;
+      }
+      for (int64_t j = j0; j < j0 + 16; ++j) {
+        for (int64_t p = p0; p < std::min(p0 + 16, pairs); ++p) {
+          const Word lo = 2 * p < rows ? m[2 * p * si + j] : 0;
+          const Word hi = 2 * p + 1 < rows ? m[(2 * p + 1) * si + j] : 0;
+          out[j * pairs + p] = lo | hi << 16;
+        }
+      }
+    }
+  }
+}
+#pragma GCC diagnostic pop
 
 // dw[g] = x_g^T dy_g: [E, K, N], reducing over each group's rows. Computed as
 // its transpose dy_g^T x_g, contiguous [E, N, K]: the weights are transposed
 // views of [E, out, in] stacks, so their gradient then reaches the stack
 // without a copy.
 torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
-                                 const std::vector<int64_t>& counts) {
+                                 const std::vector<int64_t>& counts, bool amx) {
   const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
+  // AMX reduces over 16 pairs per tile, so there each group's pairs are padded
+  // with zero pairs to a multiple of 16, and dy_g^T is packed row by row.
+  const int64_t align = amx ? kAmxPairs : 1;
   // Group g's row pairs start at word row pair_starts[g] of the packed operands.
   std::vector<int64_t> pair_starts(groups + 1, 0);
-  for (int64_t g = 0; g < groups; ++g) pair_starts[g + 1] = pair_starts[g] + (counts[g] + 1) / 2;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t pairs = (counts[g] + 1) / 2;
+    pair_starts[g + 1] = pair_starts[g] + (pairs + align - 1) / align * align;
+  }
   const auto starts = group_starts(counts);
   const auto words = x.options().dtype(torch::kInt32);
   auto x_packed = torch::empty({pair_starts.back(), k}, words);
@@ -189,29 +258,41 @@ torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy
   auto* dyw = reinterpret_cast<Word*>(dy_packed.data_ptr<int32_t>());
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      pack_row_pairs(bits(x) + starts[g] * k, counts[g], k, k, 1, xw + pair_starts[g] * k);
-      pack_row_pairs(bits(dy) + starts[g] * n, counts[g], n, n, 1, dyw + pair_starts[g] * n);
+      const int64_t pairs = pair_starts[g + 1] - pair_starts[g], used = (counts[g] + 1) / 2;
+      Word* x_g = xw + pair_starts[g] * k;
+      pack_row_pairs(bits(x) + starts[g] * k, counts[g], k, k, 1, x_g);
+      std::fill(x_g + used * k, x_g + pairs * k, Word{0});
+      if (amx) {
+        pack_column_pairs(bits(dy) + starts[g] * n, counts[g], n, n, pairs,
+                          dyw + pair_starts[g] * n);
+      } else {
+        pack_row_pairs(bits(dy) + starts[g] * n, counts[g], n, n, 1, dyw + pair_starts[g] * n);
+      }
     }
   });
   auto dw_t = torch::empty({groups, n, k}, dy.options());
   auto* dw_bits = reinterpret_cast<uint16_t*>(dw_t.data_ptr<c10::BFloat16>());
   std::vector<Gemm> gemms;
   for (int64_t g = 0; g < groups; ++g) {
-    // A = dy_g^T: row i of A is column i of dy_g, its pair p the packed word (p, i).
-    gemms.push_back({dyw + pair_starts[g] * n, 1, n, n, pair_starts[g + 1] - pair_starts[g],
+    const int64_t pairs = pair_starts[g + 1] - pair_starts[g];
+    // A = dy_g^T: row i of A is column i of dy_g; its pair p is the packed word
+    // (i, p) on AMX, (p, i) otherwise.
+    const int64_t row_step = amx ? pairs : 1, pair_step = amx ? 1 : n;
+    gemms.push_back({dyw + pair_starts[g] * n, row_step, pair_step, n, pairs,
                      xw + pair_starts[g] * k, dw_bits + g * n * k});
   }
-  run_gemms(gemms, k);
+  run_gemms(gemms, k, amx);
   return dw_t.transpose(1, 2);
 }
 
 class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const std::vector<int64_t>& counts) {
+                               const std::vector<int64_t>& counts, bool amx) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["counts"] = counts;
-    return forward_kernel(x, w, counts);
+    ctx->saved_data["amx"] = amx;
+    return forward_kernel(x, w, counts, amx);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -219,11 +300,12 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
     const auto& x = saved[0];
     const auto& w = saved[1];
     const auto counts = ctx->saved_data["counts"].toIntVector();
+    const bool amx = ctx->saved_data["amx"].toBool();
     const auto dy = grads[0].contiguous();
     torch::Tensor dx, dw;
-    if (ctx->needs_input_grad(0)) dx = forward_kernel(dy, w.transpose(1, 2), counts);
-    if (ctx->needs_input_grad(1)) dw = weight_grad_kernel(x, dy, counts);
-    return {dx, dw, torch::Tensor()};
+    if (ctx->needs_input_grad(0)) dx = forward_kernel(dy, w.transpose(1, 2), counts, amx);
+    if (ctx->needs_input_grad(1)) dw = weight_grad_kernel(x, dy, counts, amx);
+    return {dx, dw, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -241,8 +323,16 @@ bool grouped_matmul_has_cpu_kernel() {
 #endif
 }
 
+bool grouped_matmul_has_amx() {
+#ifdef MOELAB_BF16_DOT_KERNEL
+  return grouped_matmul_has_cpu_kernel() && grouped_gemm::amx_usable();
+#else
+  return false;
+#endif
+}
+
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
-                             const std::vector<int64_t>& counts) {
+                             const std::vector<int64_t>& counts, CpuTiles tiles) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 3 && x.size(1) == w.size(1) &&
                   static_cast<int64_t>(counts.size()) == w.size(0),
               "grouped_matmul: x [rows, K], w [groups, K, N] and one count per group expected, "
@@ -256,7 +346,8 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
   // The backward's dx has K columns, so K must suit the tiles as N does.
   if (bf16 && x.is_cpu() && w.size(1) % 16 == 0 && w.size(2) % 16 == 0 &&
       grouped_matmul_has_cpu_kernel()) {
-    return GroupedMatmulFunction::apply(x.contiguous(), w, counts);
+    const bool amx = tiles == CpuTiles::kBest && grouped_matmul_has_amx();
+    return GroupedMatmulFunction::apply(x.contiguous(), w, counts, amx);
   }
 #endif
   return grouped_mm_fallback(x, w, counts);

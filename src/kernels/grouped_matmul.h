@@ -8,18 +8,23 @@
 
 namespace moelab {
 
-// Whether this CPU runs grouped_matmul's own bf16 kernel (AVX512-BF16 dot
-// products). oneDNN runs the many small GEMMs of fine-grained experts at a
-// fraction of its bf16 peak on such CPUs; this kernel does all groups in one
-// parallel loop, without padding.
+// Whether this CPU runs grouped_matmul's own bf16 kernel: all groups in one
+// parallel loop, without padding, where oneDNN runs the many small GEMMs of
+// fine-grained experts at a fraction of its bf16 peak. Its tiles are AVX512-BF16
+// dot products, or AMX tile products where the CPU has AMX-BF16.
 bool grouped_matmul_has_cpu_kernel();
+bool grouped_matmul_has_amx();
+
+// The kernel's micro-kernel on a CPU that has both: the best (AMX), or the
+// AVX512-BF16 dot products, which tests pin to check them on such CPUs too.
+enum class CpuTiles { kBest, kAvx512Dot };
 
 // x: [rows, K]; w: [E, K, N] (any strides); counts[g]: the rows of group g,
 // summing to rows. Returns [rows, N], group g's rows times w[g]. bf16 on a CPU
-// with the kernel (K even, N a multiple of 16) runs it, forward and backward;
+// with the kernel (K and N multiples of 16) runs it, forward and backward;
 // everything else runs LibTorch's _grouped_mm.
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
-                             const std::vector<int64_t>& counts);
+                             const std::vector<int64_t>& counts, CpuTiles tiles = CpuTiles::kBest);
 
 // One mm per group: the kernel's reference in tests.
 torch::Tensor grouped_matmul_reference(const torch::Tensor& x, const torch::Tensor& w,

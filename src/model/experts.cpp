@@ -5,7 +5,6 @@
 
 #include "kernels/grouped_matmul.h"
 #include "kernels/swiglu.h"
-#include "model/precision.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -64,9 +63,7 @@ torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
   }
   const int64_t d = experts_.front()->w2.size(0), hidden = experts_.front()->w2.size(1);
   if (dispatched.tokens.is_cpu()) {
-    const auto& features = native_bf16_cpu_features();
-    const bool amx = std::find(features.begin(), features.end(), "amx_bf16") != features.end();
-    if (!amx && grouped_matmul_has_cpu_kernel() && d % 16 == 0 && hidden % 16 == 0) {
+    if (grouped_matmul_has_cpu_kernel() && d % 16 == 0 && hidden % 16 == 0) {
       return forward_grouped(dispatched);
     }
     // Bounded padding: an expert holding most tokens would multiply the work.

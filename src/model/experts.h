@@ -6,14 +6,14 @@
 // In bf16 the experts run as grouped matmuls: one call per weight over every
 // expert's rows, no padding (kernels/grouped_matmul.h). On CUDA that is
 // LibTorch's _grouped_mm, which replaces 3 x E small kernels by 2. On a CPU with
-// AVX512-BF16 it is moelab's own kernel (64 experts x 128, top-8: 2x the
-// step's tokens/s with the padded batched matmuls it replaced; the GEMMs alone
-// 2.1-2.3x one mm per expert, bench_kernels).
-// A CPU with AMX keeps the padded batched matmuls, which oneDNN runs on its AMX
-// tiles (not measured: no AMX CPU was at hand), and so does a CPU without
-// native bf16, unless padding would more than quadruple the rows. fp32 (whose
-// batched matmul measured slower than one GEMM per expert on the CPU), experts
-// of different widths and widths not a multiple of 8 run one expert at a time.
+// AVX512-BF16 it is moelab's own kernel, on AMX tiles where the CPU has them.
+// 64 experts x 128, top-8, against the padded batched matmuls it replaced: 2x
+// the step's tokens/s on an AMD EPYC (AVX512-BF16), 2.0-2.2x on an Intel Xeon
+// with AMX, where oneDNN ran the batched matmuls at a quarter of its AMX peak.
+// A CPU without native bf16 runs the padded batched matmuls, unless padding
+// would more than quadruple the rows. fp32 (whose batched matmul measured
+// slower than one GEMM per expert on the CPU), experts of different widths
+// and widths not a multiple of 8 run one expert at a time.
 #pragma once
 
 #include <torch/torch.h>

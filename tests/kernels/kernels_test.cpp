@@ -153,25 +153,35 @@ TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
 
 // Expert groups as the model makes them: one empty, one of one row, odd sizes
 // (the weight gradient pairs rows), one over a parallel block of rows; the
-// weights a transposed view of an [E, out, in] stack; N = 80 leaves a tile of
-// 16 columns. The reference runs in double and rounds once to bf16, as the
-// kernel (fp32 accumulation) does.
-// Where the CPU has no AVX512-BF16, both widths check the _grouped_mm path.
+// weights a transposed view of an [E, out, in] stack. N = 96 runs every GEMM on
+// AMX tiles where the CPU has them (their reduction a multiple of 32); N = 80
+// leaves a tile of 16 columns and a backward dx that AMX cannot reduce, so it
+// runs on the AVX512-BF16 tiles. Both micro-kernels run everything again when
+// pinned. The reference runs in double and rounds once to bf16, as the kernel
+// (fp32 accumulation) does.
+// Where the CPU has no AVX512-BF16, every case checks the _grouped_mm path.
 TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
   torch::manual_seed(3);
-  const std::vector<int64_t> counts = {5, 0, 1, 50, 6};
-  const int64_t k = 32, n = 80;
+  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
+  const int64_t rows = 133, k = 64;
   const auto bf16 = torch::TensorOptions(torch::kBFloat16);
-  for (const int64_t columns : {n, int64_t{24}}) {  // 24: not a multiple of 16: _grouped_mm
-    expect_same_as_reference(
-        {torch::randn({62, k}, bf16), torch::randn({5, columns, k}, bf16)},
-        [&](const auto& in) { return grouped_matmul(in[0], in[1].transpose(1, 2), counts); },
-        [&](const auto& in) {
-          return grouped_matmul_reference(in[0].to(torch::kFloat64),
-                                          in[1].transpose(1, 2).to(torch::kFloat64), counts)
-              .to(torch::kBFloat16);
-        },
-        {1e-2, 2e-2}, "grouped_matmul N=" + std::to_string(columns));
+  for (const auto tiles : {CpuTiles::kBest, CpuTiles::kAvx512Dot}) {
+    // 24: not a multiple of 16: _grouped_mm.
+    for (const int64_t columns : {int64_t{96}, int64_t{80}, int64_t{24}}) {
+      expect_same_as_reference(
+          {torch::randn({rows, k}, bf16), torch::randn({6, columns, k}, bf16)},
+          [&](const auto& in) {
+            return grouped_matmul(in[0], in[1].transpose(1, 2), counts, tiles);
+          },
+          [&](const auto& in) {
+            return grouped_matmul_reference(in[0].to(torch::kFloat64),
+                                            in[1].transpose(1, 2).to(torch::kFloat64), counts)
+                .to(torch::kBFloat16);
+          },
+          {1e-2, 2e-2},
+          "grouped_matmul N=" + std::to_string(columns) +
+              (tiles == CpuTiles::kBest ? " (best tiles)" : " (AVX512-BF16 tiles)"));
+    }
   }
 }
 

@@ -1,0 +1,41 @@
+// The GEMMs behind grouped_matmul's CPU kernels, as the two micro-kernels see
+// them: bf16 operands with pairs of consecutive reduction elements in one
+// 32-bit word (the operand of one AVX512-BF16 dot product, and the row layout
+// AMX tiles take), every group's GEMM run in one parallel loop.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MOELAB_BF16_DOT_KERNEL 1
+#endif
+
+namespace moelab::grouped_gemm {
+
+// Two bf16 values, the first in the low half.
+using Word = uint32_t;
+
+// One GEMM of a group: c[rows, n] = A · B, reducing over `pairs` element pairs.
+// A's pair p of row i is the word a[i * row_step + p * pair_step], so that A can
+// be a row-major matrix (row_step = K / 2, pair_step = 1) or a packed transpose
+// (row_step = 1, pair_step = its row count); B is [pairs, n] words (pack_row_pairs).
+struct Gemm {
+  const Word* a;
+  int64_t row_step, pair_step, rows, pairs;
+  const Word* b;
+  uint16_t* c;  // bf16, row stride n
+};
+
+// AMX tiles reduce over 16 pairs at a time and load A row by row.
+constexpr int64_t kAmxPairs = 16;
+
+// Whether this CPU has AMX-BF16 and the kernel granted this process its tile
+// state (Linux hands it out on request only). Asked once.
+bool amx_usable();
+
+// Every GEMM (all with n columns, a multiple of 16; pair_step 1; pairs a
+// multiple of kAmxPairs) on AMX tiles, in one parallel loop.
+void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n);
+
+}  // namespace moelab::grouped_gemm
