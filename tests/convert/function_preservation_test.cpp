@@ -55,13 +55,13 @@ TEST_F(FunctionPreservation, UpcycledCopiesComputeTheDenseModel) {
 TEST_F(FunctionPreservation, SplitsWithEveryExpertActiveComputeTheDenseModel) {
   for (const char* method : {"random", "cluster"}) {
     SCOPED_TRACE(method);
-    ConvertRequest r{dense_checkpoint(), dir / method, method, 4, 4, 10, 1, 0.0};
+    ConvertRequest r{dense_checkpoint(), dir / method, method, 4, 4, 10, 1, 0.0, {}};
     EXPECT_LE(max_difference(convert_checkpoint(r)), 1e-5);
   }
 }
 
 TEST_F(FunctionPreservation, HalfTheExpertsActiveIsADifferentModel) {
-  ConvertRequest r{dense_checkpoint(), dir / "half", "cluster", 4, 2, 10, 1, 0.5};
+  ConvertRequest r{dense_checkpoint(), dir / "half", "cluster", 4, 2, 10, 1, 0.5, {}};
   EXPECT_GT(max_difference(convert_checkpoint(r)), 1e-3);
 }
 
