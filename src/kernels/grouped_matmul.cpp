@@ -214,10 +214,11 @@ MOELAB_BF16_DOT_TARGET void pack_column_pairs(const uint16_t* m, int64_t rows, i
       if (full) {
         __m512i r[16];
         for (int q = 0; q < 16; ++q) {
-          const uint16_t* lo = m + 2 * (p0 + q) * si + j0;
-          const auto low = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)lo));
-          const auto high = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(lo + si)));
-          r[q] = _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+          const auto* lo = reinterpret_cast<const __m256i*>(m + 2 * (p0 + q) * si + j0);
+          const auto* hi = reinterpret_cast<const __m256i*>(m + (2 * (p0 + q) + 1) * si + j0);
+          r[q] =
+              _mm512_or_si512(_mm512_cvtepu16_epi32(_mm256_loadu_si256(lo)),
+                              _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(hi)), 16));
         }
         store_transposed(r, out + j0 * pairs + p0, pairs);
         continue;
