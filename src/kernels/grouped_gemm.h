@@ -4,6 +4,7 @@
 // AMX tiles take), every group's GEMM run in one parallel loop.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,25 @@ struct Gemm {
   const Word* b;
   uint16_t* c;  // bf16, row stride n
 };
+
+// One parallel task: rows [row, row + R) x columns [col, col + C) of gemm's c.
+struct Block {
+  std::size_t gemm;
+  int64_t row, col;
+};
+
+// Every GEMM's c (n columns) cut into blocks of R x C, for one parallel loop
+// over all of them: the small GEMMs of many experts fill the threads together.
+inline std::vector<Block> blocks_of(const std::vector<Gemm>& gemms, int64_t n, int64_t rows,
+                                    int64_t cols) {
+  std::vector<Block> blocks;
+  for (std::size_t g = 0; g < gemms.size(); ++g) {
+    for (int64_t row = 0; row < gemms[g].rows; row += rows) {
+      for (int64_t col = 0; col < n; col += cols) blocks.push_back({g, row, col});
+    }
+  }
+  return blocks;
+}
 
 // AMX tiles reduce over 16 pairs at a time and load A row by row.
 constexpr int64_t kAmxPairs = 16;

@@ -40,6 +40,7 @@ std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
   return starts;
 }
 
+using grouped_gemm::Block;
 using grouped_gemm::Gemm;
 using grouped_gemm::kAmxPairs;
 using grouped_gemm::Word;
@@ -107,24 +108,14 @@ const std::array<std::array<TileFn, kTileVectors>, kTileRows> tiles = {
     tiles_of_rows<4>(), tiles_of_rows<5>(), tiles_of_rows<6>()};
 
 // Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
-// blocks of rows and columns: the small GEMMs of many experts fill the threads
-// together, and a block's B panel stays in cache across its row tiles.
+// blocks (blocks_of); a block's B panel stays in cache across its row tiles.
 void run_gemms(const std::vector<Gemm>& gemms, int64_t n, bool amx) {
   if (amx && std::all_of(gemms.begin(), gemms.end(), [](const Gemm& g) {
         return g.pair_step == 1 && g.pairs % kAmxPairs == 0;
       })) {
     return grouped_gemm::run_gemms_amx(gemms, n);
   }
-  struct Block {
-    size_t gemm;
-    int64_t row, col;
-  };
-  std::vector<Block> blocks;
-  for (size_t g = 0; g < gemms.size(); ++g) {
-    for (int64_t row = 0; row < gemms[g].rows; row += kBlockRows) {
-      for (int64_t col = 0; col < n; col += kBlockCols) blocks.push_back({g, row, col});
-    }
-  }
+  const auto blocks = grouped_gemm::blocks_of(gemms, n, kBlockRows, kBlockCols);
   at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const Block& blk = blocks[i];

@@ -118,16 +118,7 @@ bool amx_usable() {
 }
 
 void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n) {
-  struct Block {
-    size_t gemm;
-    int64_t row, col;
-  };
-  std::vector<Block> blocks;
-  for (size_t g = 0; g < gemms.size(); ++g) {
-    for (int64_t row = 0; row < gemms[g].rows; row += kBlock) {
-      for (int64_t col = 0; col < n; col += kBlock) blocks.push_back({g, row, col});
-    }
-  }
+  const auto blocks = blocks_of(gemms, n, kBlock, kBlock);
   at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     configure_tiles();
     // A tile of the last rows of a GEMM, zero past them: a tile load reads 16
