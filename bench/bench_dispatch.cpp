@@ -4,16 +4,17 @@
 // launched with, e.g. `mpirun -np 2 build/bin/bench_dispatch --ep 2`.
 // Prints ms per dispatch+combine (forward; slowest rank) with the breakdown
 // permute / exchange / un-permute, and ms per forward+backward.
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
 
-#include "comm/failure.h"
 #include "comm/process_groups.h"
 #include "model/all_to_all_dispatcher.h"
 #include "util/allocator.h"
+#include "util/error.h"
 #include "util/mpi_session.h"
 
 namespace moelab {
@@ -128,7 +129,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    moelab::fail_fast(e);
+    spdlog::error("rank {}: {}", moelab::MpiSession::rank(), e.what());
+    moelab::MpiSession::abort(moelab::exit_code_of(e));
   }
   return 0;
 }

@@ -1,19 +1,37 @@
 #!/usr/bin/env bash
-# mpirun wrapper for `moelab train`: launch/train.sh [-np N] CONFIG [moelab train args...]
-# Splits the cores evenly (ranks x threads = cores), binds each rank to its cores,
-# and adds Open MPI's root flags when run as root. A single rank runs without mpirun.
+# mpirun wrapper for `moelab train`:
+#   launch/train.sh [-np N] [--hostfile FILE] CONFIG [moelab train args...]
+# Splits each node's cores evenly (ranks per node x threads = cores), binds each
+# rank to its cores, and adds Open MPI's root flags when run as root. A single
+# rank runs without mpirun. Across nodes, FILE lists one host per line (Open
+# MPI's hostfile: "node1 slots=2"); ranks fill the nodes in order, N / nodes
+# each, all nodes like this one. Under Slurm use slurm/train.sbatch (srun)
+# instead. Multi-node runs: docs/multinode.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
-ranks=1
-if [ "${1:-}" = "-np" ]; then ranks=$2; shift 2; fi
+ranks=1 hostfile=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -np) ranks=$2; shift 2 ;;
+    --hostfile) hostfile=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+nodes=1
+if [ -n "$hostfile" ]; then
+  nodes=$(grep -cv '^[[:space:]]*\(#\|$\)' "$hostfile") || true
+  [ "$nodes" -ge 1 ] || { echo "launch/train.sh: no hosts in $hostfile" >&2; exit 2; }
+fi
+per_node=$(( (ranks + nodes - 1) / nodes ))
 cores=$(nproc)
-threads=$(( cores / ranks )); [ "$threads" -ge 1 ] || threads=1
+threads=$(( cores / per_node )); [ "$threads" -ge 1 ] || threads=1
 export OMP_NUM_THREADS=$threads
 if [ "$ranks" -eq 1 ]; then
   exec "$moelab" train "$@" --set train.threads=$threads
 fi
-flags=(--bind-to core --map-by "ppr:$ranks:node:pe=$threads" -x OMP_NUM_THREADS)
-[ "$ranks" -le "$cores" ] || flags=(--oversubscribe --bind-to none -x OMP_NUM_THREADS)
+flags=(--bind-to core --map-by "ppr:$per_node:node:pe=$threads" -x OMP_NUM_THREADS)
+[ "$per_node" -le "$cores" ] || flags=(--oversubscribe --bind-to none -x OMP_NUM_THREADS)
+[ -z "$hostfile" ] || flags+=(--hostfile "$hostfile")
 [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
 exec mpirun -np "$ranks" "${flags[@]}" "$moelab" train "$@" --set train.threads=$threads

@@ -1,5 +1,6 @@
 // moelab: one binary, one subcommand per job. Exit codes: 0 ok, 2 bad usage,
-// config or input, 1 internal failure. Under mpirun a failure on any rank ends
+// config or input, 1 internal failure, 3 stopped on a signal with a checkpoint
+// saved (requeue and resume). Under mpirun a failure on any rank ends
 // every rank, so no rank is left waiting in a collective.
 #include <spdlog/spdlog.h>
 
@@ -53,12 +54,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     code = app.exit(e);
     if (code != 0) code = 2;
-  } catch (const moelab::InputError& e) {
-    spdlog::error("{}", e.what());
-    code = 2;
   } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
-    code = 1;
+    code = moelab::exit_code_of(e);
+    if (code == moelab::kExitStoppedForResume) {
+      spdlog::warn("{}", e.what());
+      return code;  // every rank stops here together: nothing to abort
+    }
+    if (code == 2) {
+      spdlog::error("{}", e.what());
+    } else {
+      spdlog::error("internal error: {}", e.what());
+    }
   }
   if (code != 0 && moelab::MpiSession::size() > 1) moelab::MpiSession::abort(code);
   return code;

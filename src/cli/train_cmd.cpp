@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "config/load.h"
 #include "train/trainer.h"
+#include "util/error.h"
 #include "util/mpi_session.h"
 
 namespace moelab {
@@ -32,6 +33,10 @@ void add_train_command(CLI::App& root) {
     // Every rank validates the config before any collective starts.
     Config cfg = load_config(opts->file, overrides, MpiSession::size());
     TrainSummary s = run_training(cfg);
+    if (s.stopped_by_signal) {
+      throw StoppedForResume("stopped on a signal at step " + std::to_string(s.steps) +
+                             "; continue with --resume auto");
+    }
     if (MpiSession::rank() == 0) {
       spdlog::info("done: {} steps, {} tokens, best val_loss {:.4f}, final {:.4f} -> {}", s.steps,
                    s.tokens, s.best_val_loss, s.last_val_loss, cfg.train.out_dir);

@@ -3,18 +3,8 @@
 #include <cstdint>
 
 #include "util/error.h"
-#include "util/log.h"
-#include "util/mpi_session.h"
 
 namespace moelab {
-
-void fail_fast(const std::exception& e) {
-  const bool input_error = dynamic_cast<const InputError*>(&e) != nullptr;
-  // The rank goes into the text too: the logger's rank tag exists only after init_logging.
-  spdlog::error("rank {}: {}", MpiSession::rank(), e.what());
-  spdlog::default_logger()->flush();
-  MpiSession::abort(input_error ? 2 : 1);
-}
 
 void agree_or_throw(Communicator& group, const std::string& local_error) {
   // The max of (size - rank) over failing ranks identifies the lowest one.

@@ -2,16 +2,11 @@
 // instead of the other ranks waiting forever in their next collective.
 #pragma once
 
-#include <exception>
 #include <string>
 
 #include "comm/communicator.h"
 
 namespace moelab {
-
-// Logs `e` with this rank's id and aborts every rank of the job: exit code 2
-// for an InputError, 1 otherwise. For the top-level catch of an MPI program.
-[[noreturn]] void fail_fast(const std::exception& e);
 
 // Collective over `group` (CPU tensors, so use an MPI or local communicator):
 // returns when no rank passed an error; otherwise every rank throws InputError

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "comm/collective_checks.h"
+#include "comm/watchdog.h"
 
 namespace moelab {
 namespace {
@@ -95,6 +96,7 @@ void MpiCommunicator::all_reduce(torch::Tensor& t, MPI_Op op, const char* name) 
       throw std::invalid_argument(comm_error(
           name, rank_, std::string("unsupported dtype ") + c10::toString(t.scalar_type())));
   }
+  CollectiveScope scope(name);
   check(MPI_Allreduce(MPI_IN_PLACE, work.data_ptr(), checked_count(work.numel(), name), type, op,
                       comm_),
         name);
@@ -115,6 +117,7 @@ torch::Tensor MpiCommunicator::all_gather(const torch::Tensor& t) {
   torch::Tensor in = host_contiguous(t);
   torch::Tensor out = host_empty(with_rows(t, t.size(0) * size_), t);
   const int bytes = checked_count(in.nbytes(), op);
+  CollectiveScope scope(op);
   check(MPI_Allgather(in.data_ptr(), bytes, MPI_BYTE, out.data_ptr(), bytes, MPI_BYTE, comm_), op);
   return to_device_of(out, t);
 }
@@ -144,6 +147,7 @@ torch::Tensor MpiCommunicator::all_to_all_v(const torch::Tensor& send,
   MPI_Datatype row = MPI_DATATYPE_NULL;
   check(MPI_Type_contiguous(checked_count(bytes_per_row, op), MPI_BYTE, &row), op);
   MPI_Type_commit(&row);
+  CollectiveScope scope(op);
   const int code =
       MPI_Alltoallv(in.data_ptr(), send_counts.data(), send_displs.data(), row, out.data_ptr(),
                     recv_counts.data(), recv_displs.data(), row, comm_);
@@ -156,11 +160,13 @@ void MpiCommunicator::broadcast(torch::Tensor& t, int root) {
   const char* op = "broadcast";
   check_root(op, rank_, size_, root);
   torch::Tensor work = host_contiguous(t);
+  CollectiveScope scope(op);
   check(MPI_Bcast(work.data_ptr(), checked_count(work.nbytes(), op), MPI_BYTE, root, comm_), op);
   copy_back(t, work);
 }
 
 void MpiCommunicator::barrier() {
+  CollectiveScope scope("barrier");
   check(MPI_Barrier(comm_), "barrier");
 }
 

@@ -87,6 +87,9 @@ struct OptimConfig {
 struct ParallelConfig {
   int64_t ep = 1;                // expert-parallel group size
   std::string backend = "auto";  // "auto" | "mpi" | "nccl"
+  // A collective that has not completed after this many seconds ends the job
+  // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
+  double timeout_s = 600;
 };
 
 struct EvalConfig {

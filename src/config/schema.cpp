@@ -235,6 +235,8 @@ std::vector<Field> schema(Config& c) {
       real("optim.grad_clip", &o.grad_clip, 0, false, "global gradient norm bound (0 = off)"),
       integer("parallel.ep", &p.ep, 1, "expert-parallel group size"),
       text("parallel.backend", &p.backend, {"auto", "mpi", "nccl"}, "collective backend"),
+      real("parallel.timeout_s", &p.timeout_s, 0, true,
+           "seconds a collective may wait for its peers before the job ends"),
       integer("eval.interval", &v.interval, 0, "steps between validations (0 = end only)"),
       integer("eval.max_windows", &v.max_windows, 0, "validation windows (0 = all)"),
       integer("eval.batch_seqs", &v.batch_seqs, 1, "sequences per evaluation batch"),

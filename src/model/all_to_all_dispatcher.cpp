@@ -1,28 +1,14 @@
 #include "model/all_to_all_dispatcher.h"
 
-#include <chrono>
 #include <numeric>
 #include <stdexcept>
 
 #include "comm/all_to_all.h"
 #include "comm/expert_placement.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 namespace {
-
-// Milliseconds since the previous lap (or construction).
-class Stopwatch {
- public:
-  double lap() {
-    const auto now = std::chrono::steady_clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
-    last_ = now;
-    return ms;
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const torch::Tensor host = t.to(torch::kCPU, torch::kLong).contiguous();

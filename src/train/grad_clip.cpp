@@ -27,13 +27,16 @@ void scale_grads(const std::vector<torch::Tensor>& params, double factor) {
   }
 }
 
+void clip_grads_to_norm(const std::vector<torch::Tensor>& params, double norm, double max_norm) {
+  if (max_norm <= 0.0 || !std::isfinite(norm)) return;
+  const double factor = max_norm / (norm + 1e-6);
+  if (factor < 1.0) scale_grads(params, factor);
+}
+
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
                       const std::function<double(double)>& reduce_sum) {
   const double norm = std::sqrt(reduce_sum(local_grad_sq_norm(params)));
-  if (max_norm > 0.0 && std::isfinite(norm)) {
-    const double factor = max_norm / (norm + 1e-6);
-    if (factor < 1.0) scale_grads(params, factor);
-  }
+  clip_grads_to_norm(params, norm, max_norm);
   return norm;
 }
 

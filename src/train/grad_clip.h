@@ -22,10 +22,14 @@ double local_grad_sq_norm(const std::vector<torch::Tensor>& params);
 // Multiplies every defined gradient by `factor` in place.
 void scale_grads(const std::vector<torch::Tensor>& params, double factor);
 
+// Clipping once the global norm is known: when max_norm > 0 and `norm` exceeds
+// it, gradients are scaled by max_norm / (norm + 1e-6), as
+// torch.nn.utils.clip_grad_norm_ does. A non-finite norm leaves them alone: the
+// caller should skip that step.
+void clip_grads_to_norm(const std::vector<torch::Tensor>& params, double norm, double max_norm);
+
 // Returns the global gradient norm before clipping: sqrt(reduce_sum(local sum of
-// squares)). When max_norm > 0 and the norm exceeds it, gradients are scaled by
-// max_norm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_ does. A non-finite
-// norm leaves the gradients alone: the caller should skip that step.
+// squares)), then clip_grads_to_norm.
 // reduce_sum is the identity on one rank; with data parallelism it must count each
 // distinct gradient once (replicated gradients on one rank of their group only).
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,

@@ -3,357 +3,320 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <nlohmann/json.hpp>
-#include <vector>
 
 #include "comm/cuda_device.h"
-#include "comm/process_groups.h"
-#include "config/load.h"
-#include "data/batch_loader.h"
-#include "data/validation_set.h"
-#include "model/all_to_all_dispatcher.h"
-#include "model/precision.h"
-#include "model/transformer.h"
 #include "train/evaluator.h"
 #include "train/grad_clip.h"
-#include "train/grad_sync.h"
 #include "train/lr_schedule.h"
-#include "train/metrics_log.h"
 #include "train/mfu.h"
-#include "train/nonfinite_guard.h"
-#include "train/progress.h"
-#include "train/run_checkpoint.h"
-#include "util/atomic_file.h"
+#include "train/run_log.h"
 #include "util/error.h"
 #include "util/memory.h"
-#include "util/version.h"
+#include "util/mpi_session.h"
 
 namespace moelab {
 namespace {
-
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-std::vector<torch::Tensor> tensors(const NamedParams& named) {
-  std::vector<torch::Tensor> out;
-  for (const auto& [name, p] : named) out.push_back(p);
-  return out;
-}
 
 int64_t global_batch_seqs(const Config& cfg) {
   return cfg.train.batch_tokens > 0 ? cfg.train.batch_tokens / cfg.model.seq_len
                                     : cfg.train.batch_seqs;
 }
 
-MoeContext moe_context(const Config& cfg, const ProcessGroups& groups) {
-  MoeContext ctx;
-  if (!cfg.moe.enabled) return ctx;
-  if (groups.ep_size > 1) {
-    auto ep = groups.ep;
-    const auto placement = groups.placement;
-    ctx.make_dispatcher = [ep, placement](int64_t) {
-      return std::make_shared<AllToAllDispatcher>(ep, placement);
-    };
-  }
-  if (cfg.moe.stats == "global" && groups.dp->size() > 1) {
-    auto dp = groups.dp;
-    ctx.reduce_mean = [dp](const torch::Tensor& t) {
-      auto sum = t.detach().clone();
-      dp->all_reduce_sum(sum);
-      return sum / double(dp->size());
-    };
-  }
-  return ctx;
+// Adds value * weight (in double, detached) to `sum`.
+void accumulate(torch::Tensor& sum, const torch::Tensor& value, double weight) {
+  const auto weighted = value.detach().to(torch::kDouble) * weight;
+  sum = sum.defined() ? sum + weighted : weighted;
 }
 
-// config.resolved.toml (with the commit) and run.json, written by rank 0.
-void write_run_files(const Config& cfg, const ProcessGroups& groups,
-                     const PrecisionChoice& precision) {
-  fs::create_directories(cfg.train.out_dir);
-  write_file_durably(cfg.train.out_dir + "/config.resolved.toml",
-                     "# moelab " + std::string(git_commit()) + ", resolved from " + cfg.source +
-                         "\n" + to_toml(cfg));
-  nlohmann::json run = {{"git_commit", git_commit()},
-                        {"config_source", cfg.source},
-                        {"world_size", groups.world->size()},
-                        {"ep", groups.ep_size},
-                        {"backend", groups.backend},
-                        {"layout", groups.layout()},
-                        {"threads_per_rank", torch::get_num_threads()},
-                        {"precision", precision.precision},
-                        {"precision_reason", precision.reason}};
-  write_file_durably(cfg.train.out_dir + "/run.json", run.dump(2) + "\n");
+bool every(int64_t interval, int64_t step) {
+  return interval > 0 && step % interval == 0;
 }
 
-// Per-layer router statistics averaged over ranks, for metrics.jsonl.
-nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world) {
-  if (stats.empty()) return nullptr;
-  std::vector<torch::Tensor> parts;
-  for (const auto& s : stats) {
-    parts.push_back(s.load.to(torch::kCPU, torch::kDouble));
-    parts.push_back(
-        torch::stack({s.drop_fraction, s.router_entropy}).to(torch::kCPU, torch::kDouble));
-  }
-  auto flat = torch::cat(parts);
-  world.all_reduce_sum(flat);
-  flat /= double(world.size());
-  nlohmann::json load_ratio = nlohmann::json::array(), drop = nlohmann::json::array(),
-                 entropy = nlohmann::json::array();
-  int64_t offset = 0;
-  for (const auto& s : stats) {
-    auto load = flat.narrow(0, offset, s.load.numel());
-    load_ratio.push_back((load.max() / load.mean()).item<double>());
-    drop.push_back(flat[offset + s.load.numel()].item<double>());
-    entropy.push_back(flat[offset + s.load.numel() + 1].item<double>());
-    offset += s.load.numel() + 2;
-  }
-  return {{"expert_load_max_over_mean", load_ratio},
-          {"drop_fraction", drop},
-          {"router_entropy", entropy}};
+WatchdogOptions watchdog_options(const Config& cfg) {
+  WatchdogOptions options;
+  options.timeout_s = cfg.parallel.timeout_s;
+  options.heartbeat_dir = cfg.train.out_dir + "/heartbeats";
+  options.rank = MpiSession::rank();
+  options.world_size = MpiSession::size();
+  return options;
 }
 
 }  // namespace
 
-TrainSummary run_training(const Config& cfg) {
-  const auto started = Clock::now();
-  ProcessGroups groups = make_process_groups(cfg);
-  Communicator& world = *groups.control;
-  const int rank = world.rank();
-  const int world_size = world.size();
-  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
-  const torch::Device device = run_device(cfg);
-  const PrecisionChoice precision = resolve_precision(cfg.train.precision, device);
-  if (rank == 0) {
-    spdlog::info("layout: {}", groups.layout());
-    spdlog::info("device {}, precision {} ({})", device.str(), precision.precision,
-                 precision.reason);
+Trainer::Trainer(const Config& cfg)
+    : cfg_(cfg),
+      watchdog_(watchdog_options(cfg)),
+      plan_(make_process_groups(cfg), cfg.moe),
+      rank_(plan_.control().rank()),
+      world_size_(plan_.control().size()),
+      device_(run_device(cfg)),
+      precision_(resolve_precision(cfg.train.precision, device_)),
+      guard_(cfg.train.max_nonfinite_steps) {
+  if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
+  if (rank_ == 0) {
+    spdlog::info("layout: {}", plan_.groups().layout());
+    spdlog::info("device {}, precision {} ({})", device_.str(), precision_.precision,
+                 precision_.reason);
   }
+  const nlohmann::json places = rank_places(plan_.control());
+  setup_data();
+  setup_model();
+  resume_or_init();
+  if (rank_ == 0) open_logs(places);
+}
 
-  const int64_t batch_seqs = global_batch_seqs(cfg);
-  BatchLoader loader(cfg.data.dir, cfg.data.train_split, cfg.model.seq_len, batch_seqs, rank,
-                     world_size, uint64_t(cfg.train.seed), int(cfg.data.prefetch),
-                     cfg.data.max_unique_tokens);
-  ValidationSet val(cfg.data.dir, cfg.data.val_split, cfg.model.seq_len, cfg.eval.max_windows);
-  check_vocab_matches(loader.info(), cfg.model.vocab_size);
-  check_same_tokenizer(loader.info(), val.info());
+Trainer::~Trainer() = default;
 
-  const int64_t local_seqs = batch_seqs / world_size;
-  const int64_t micro_seqs = cfg.train.micro_batch_seqs > 0
-                                 ? std::min(cfg.train.micro_batch_seqs, local_seqs)
-                                 : local_seqs;
-  if (local_seqs % micro_seqs != 0) {
-    throw InputError(cfg.source + ": train.micro_batch_seqs = " + std::to_string(micro_seqs) +
-                     " must divide the per-rank batch of " + std::to_string(local_seqs) +
+void Trainer::setup_data() {
+  batch_seqs_ = global_batch_seqs(cfg_);
+  loader_ = std::make_unique<BatchLoader>(
+      cfg_.data.dir, cfg_.data.train_split, cfg_.model.seq_len, batch_seqs_, rank_, world_size_,
+      uint64_t(cfg_.train.seed), int(cfg_.data.prefetch), cfg_.data.max_unique_tokens);
+  val_ = std::make_unique<ValidationSet>(cfg_.data.dir, cfg_.data.val_split, cfg_.model.seq_len,
+                                         cfg_.eval.max_windows);
+  check_vocab_matches(loader_->info(), cfg_.model.vocab_size);
+  check_same_tokenizer(loader_->info(), val_->info());
+
+  local_seqs_ = batch_seqs_ / world_size_;
+  micro_seqs_ = cfg_.train.micro_batch_seqs > 0 ? std::min(cfg_.train.micro_batch_seqs, local_seqs_)
+                                                : local_seqs_;
+  if (local_seqs_ % micro_seqs_ != 0) {
+    throw InputError(cfg_.source + ": train.micro_batch_seqs = " + std::to_string(micro_seqs_) +
+                     " must divide the per-rank batch of " + std::to_string(local_seqs_) +
                      " sequences");
   }
+}
 
-  Transformer model(cfg, moe_context(cfg, groups));
-  model->to(device);
-  NamedParams replicated, experts, all;
-  for (auto& np : model->named_parameters()) {
-    (model->is_expert_parameter(np.key()) ? experts : replicated)
-        .emplace_back(np.key(), np.value());
-    all.emplace_back(np.key(), np.value());
+void Trainer::setup_model() {
+  model_ = Transformer(cfg_, plan_.moe_context());
+  model_->to(device_);
+  plan_.parallelize(model_);
+  for (auto& nb : model_->named_buffers()) buffers_.emplace_back(nb.key(), nb.value());
+  optimizer_ = make_adamw(plan_.parameters(), cfg_.optim);
+  flops_per_token_ = model_flops_per_token(cfg_);
+}
+
+void Trainer::resume_or_init() {
+  if (auto resumed =
+          restore_run_checkpoint(cfg_, plan_.groups(), plan_.parameters(), buffers_, *optimizer_)) {
+    state_ = *resumed;
+    resumed_step_ = state_.step;
+    loader_->restore(state_.loader);
+  } else if (!cfg_.train.init_from.empty()) {
+    load_initial_weights(cfg_.train.init_from, plan_.parameters(), buffers_);
   }
-  NamedParams buffers;
-  for (auto& nb : model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
-  auto optimizer = make_adamw(all, cfg.optim);
-  GradSync replicated_sync(tensors(replicated), groups.dp, world_size);
-  GradSync expert_sync(tensors(experts), groups.expert_dp, world_size);
-  const auto all_tensors = tensors(all);
+  guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
+}
 
-  TrainState state;
-  int64_t resumed_step = -1;  // -1: a fresh run starts its logs anew
-  if (auto resumed = restore_run_checkpoint(cfg, groups, all, buffers, *optimizer)) {
-    state = *resumed;
-    resumed_step = state.step;
-    loader.restore(state.loader);
-  } else if (!cfg.train.init_from.empty()) {
-    load_initial_weights(cfg.train.init_from, all, buffers);
+void Trainer::open_logs(const nlohmann::json& places) {
+  write_run_files(cfg_, plan_.groups(), precision_, places);
+  metrics_ = std::make_unique<MetricsLog>(cfg_.train.out_dir, resumed_step_);
+  val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_);
+  progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
+  const auto dtype = precision_.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
+  if (dtype == torch::kBFloat16 && !bf16_is_native(device_)) {
+    const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device_);
+    spdlog::warn(
+        "train.precision = \"bf16\" on a CPU without native bf16 matmul (no amx_bf16 or "
+        "avx512_bf16 flag): measured {:.1f} GFLOP/s in bf16 against {:.1f} in fp32, {:.0f}x "
+        "slower; \"auto\" trains in fp32 here",
+        peak_flops_ / 1e9, fp32 / 1e9, fp32 / peak_flops_);
   }
-  NonfiniteGuard guard(cfg.train.max_nonfinite_steps);
-  guard.restore(state.nonfinite_total, state.nonfinite_in_a_row);
+}
 
-  std::unique_ptr<MetricsLog> metrics;
-  std::unique_ptr<ValLog> val_log;
-  std::unique_ptr<Progress> progress;
-  double peak_flops = 0;
-  const double flops_per_token = model_flops_per_token(cfg);
-  if (rank == 0) {
-    write_run_files(cfg, groups, precision);
-    metrics = std::make_unique<MetricsLog>(cfg.train.out_dir, resumed_step);
-    val_log = std::make_unique<ValLog>(cfg.train.out_dir, resumed_step);
-    progress = std::make_unique<Progress>(cfg.train.max_steps, cfg.log.progress);
-    const auto dtype = precision.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
-    peak_flops = matmul_peak_flops(dtype, torch::get_num_threads(), device);
-    if (dtype == torch::kBFloat16 && !bf16_is_native(device)) {
-      const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device);
-      spdlog::warn(
-          "train.precision = \"bf16\" on a CPU without native bf16 matmul (no amx_bf16 or "
-          "avx512_bf16 flag): measured {:.1f} GFLOP/s in bf16 against {:.1f} in fp32, {:.0f}x "
-          "slower; \"auto\" trains in fp32 here",
-          peak_flops / 1e9, fp32 / 1e9, fp32 / peak_flops);
-    }
-  }
-
-  auto run_eval = [&] {
-    EvalResult r = evaluate(model, val, cfg.eval.batch_seqs, groups.dp.get(), device);
-    state.best_val_loss = std::min(state.best_val_loss, r.loss);
-    if (rank == 0) {
-      val_log->write(state.step, state.tokens, r.loss);
-      spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state.step, r.loss,
-                   state.best_val_loss);
-    }
-    return r.loss;
-  };
-
+TrainSummary Trainer::train() {
   TrainSummary summary;
-  const int64_t tokens_per_step = batch_seqs * cfg.model.seq_len;
-  if (state.step == 0) summary.last_val_loss = run_eval();  // the curve starts at initialisation
-
-  while (state.step < cfg.train.max_steps) {
-    const auto t0 = Clock::now();
-    const double lr = lr_at(state.step + 1, cfg.train.max_steps,
-                            cfg.optim);  // the update about to be applied, counted from 1
-    set_lr(*optimizer, lr);
-    optimizer->zero_grad();
-
-    torch::Tensor batch = loader.next().to(device);
-    const auto t_data = Clock::now();
-    // Losses stay on the device; the step reads values back once, below.
-    torch::Tensor lm_sum, aux_sum, z_sum;
-    std::vector<MoeLayerStats> stats;
-    for (int64_t m = 0; m < local_seqs; m += micro_seqs) {
-      auto chunk = batch.narrow(0, m, micro_seqs);
-      auto inputs = chunk.narrow(1, 0, cfg.model.seq_len);
-      auto targets = chunk.narrow(1, 1, cfg.model.seq_len);
-      ModelOutput out = model->forward(inputs, targets);
-      const auto& lm = out.lm_loss;
-      const double weight = double(micro_seqs) / double(local_seqs);
-      ((lm + out.aux_loss + out.z_loss) * weight).backward();
-      const auto accumulate = [weight](torch::Tensor& sum, const torch::Tensor& value) {
-        const auto weighted = value.detach().to(torch::kDouble) * weight;
-        sum = sum.defined() ? sum + weighted : weighted;
-      };
-      accumulate(lm_sum, lm);
-      accumulate(aux_sum, out.aux_loss);
-      accumulate(z_sum, out.z_loss);
-      stats = std::move(out.moe_stats);
-    }
-    const auto t_compute = Clock::now();
-    replicated_sync.sync();
-    expert_sync.sync();
-
-    // Replicated gradients are identical everywhere after the sync; the experts
-    // of one expert-parallel group are disjoint, so their norms add over it.
-    auto expert_sq = local_grad_sq_norm_tensor(expert_sync.params(), device);
-    if (groups.ep_size > 1) groups.ep->all_reduce_sum(expert_sq);
-    const auto host =
-        torch::stack({lm_sum, aux_sum, z_sum,
-                      local_grad_sq_norm_tensor(replicated_sync.params(), device), expert_sq})
-            .cpu();
-    const double grad_norm = std::sqrt(host[3].item<double>() + host[4].item<double>());
-    auto losses = host.narrow(0, 0, 3).clone();
-    world.all_reduce_sum(losses);
-    losses /= double(world_size);
-    const double loss = losses[0].item<double>();
-
-    // Every rank sees the same reduced loss and norm, so all skip together.
-    const bool skip = guard.should_skip(std::isfinite(grad_norm) ? loss : NAN);
-    const auto t_sync = Clock::now();
-    if (!skip) {
-      if (cfg.optim.grad_clip > 0 && grad_norm > cfg.optim.grad_clip) {
-        scale_grads(all_tensors, cfg.optim.grad_clip / (grad_norm + 1e-6));
-      }
-      optimizer->step();
-    }
-    model->update_balance_biases(/*apply=*/!skip);
-    if (skip && rank == 0) {
-      spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", state.step,
-                   guard.consecutive());
-    }
-    state.step += 1;
-    state.tokens += tokens_per_step;
-    state.loader = loader.state();
-    state.nonfinite_total = guard.total();
-    state.nonfinite_in_a_row = guard.consecutive();
-    const auto t_end = Clock::now();
-    // Where rank 0's step went; on more ranks, a rank waiting for a slower one
-    // waits inside the dispatch exchange (forward_backward) or in grad_sync.
-    const nlohmann::json time_ms = {{"data", ms_between(t0, t_data)},
-                                    {"forward_backward", ms_between(t_data, t_compute)},
-                                    {"grad_sync", ms_between(t_compute, t_sync)},
-                                    {"optimizer", ms_between(t_sync, t_end)}};
-    const double seconds = ms_between(t0, t_end) / 1000.0;
-    const double tokens_per_s = double(tokens_per_step) / seconds;
-
-    const bool log_now = state.step % cfg.log.interval == 0 || state.step == cfg.train.max_steps;
-    nlohmann::json moe = log_now ? moe_metrics(stats, world) : nullptr;
-    if (rank == 0) {
-      progress->update(state.step, loss, tokens_per_s, lr);
-      if (log_now) {
-        nlohmann::json line = {{"step", state.step},
-                               {"tokens", state.tokens},
-                               {"epoch", state.loader.epoch},
-                               {"lr", lr},
-                               {"loss", loss},
-                               {"aux_loss", losses[1].item<double>()},
-                               {"z_loss", losses[2].item<double>()},
-                               {"grad_norm", grad_norm},
-                               {"tokens_per_s", tokens_per_s},
-                               {"mfu", flops_per_token * tokens_per_s / (peak_flops * world_size)},
-                               {"time_ms", time_ms},
-                               {"skipped", skip},
-                               {"nonfinite_total", state.nonfinite_total}};
-        if (!moe.is_null()) line["moe"] = moe;
-        metrics->write(line);
-      }
-    }
-    if (guard.exhausted()) {
+  if (state_.step == 0) summary.last_val_loss = evaluate();  // the curve starts at initialisation
+  while (state_.step < cfg_.train.max_steps) {
+    const StepResult result = train_step();
+    log_step(result);
+    if (guard_.exhausted()) {
       summary.stopped_nonfinite = true;
       spdlog::error("stopping: {} non-finite losses in a row (train.max_nonfinite_steps)",
-                    guard.consecutive());
+                    guard_.consecutive());
       break;
     }
-    const bool last = state.step == cfg.train.max_steps;
-    if ((cfg.eval.interval > 0 && state.step % cfg.eval.interval == 0) || last) {
-      summary.last_val_loss = run_eval();
-    }
-    if ((cfg.checkpoint.interval > 0 && state.step % cfg.checkpoint.interval == 0) || last) {
-      save_run_checkpoint(cfg, groups, replicated, experts, buffers, *optimizer, state);
+    const bool last = state_.step == cfg_.train.max_steps;
+    if (every(cfg_.eval.interval, state_.step) || last) summary.last_val_loss = evaluate();
+    const bool saved = every(cfg_.checkpoint.interval, state_.step) || last;
+    if (saved) checkpoint();
+    if (result.stop_requested && !last) {
+      stop_for_resume(saved);
+      summary.stopped_by_signal = true;
+      break;
     }
   }
-  if (rank == 0) progress->finish();
+  finish(summary);
+  return summary;
+}
 
-  summary.steps = state.step;
-  summary.tokens = state.tokens;
-  summary.best_val_loss = state.best_val_loss;
-  summary.nonfinite_steps = state.nonfinite_total;
-  // Peak memory per rank: expert weights and their optimizer state shrink with ep.
-  auto peak_mib = world.all_gather(torch::tensor({peak_resident_mib()}, torch::kDouble));
+// Where rank 0's step goes (time_ms): on more ranks, a rank waiting for a slower
+// one waits inside the dispatch exchange (forward_backward) or in grad_sync.
+Trainer::StepResult Trainer::train_step() {
+  StepResult result;
+  CollectiveWatchdog::set_step(state_.step + 1);
+  Stopwatch watch;
+  // The update about to be applied, counted from 1.
+  result.lr = lr_at(state_.step + 1, cfg_.train.max_steps, cfg_.optim);
+  set_lr(*optimizer_, result.lr);
+  optimizer_->zero_grad();
+  const torch::Tensor batch = loader_->next().to(device_);
+  result.time_ms["data"] = watch.lap();
+
+  StepLosses losses = forward_backward(batch);
+  result.moe_stats = std::move(losses.moe_stats);
+  result.time_ms["forward_backward"] = watch.lap();
+
+  reduce_step(losses, result);
+  result.time_ms["grad_sync"] = watch.lap();
+
+  optimizer_step(result);
+  advance_state();
+  result.time_ms["optimizer"] = watch.lap();
+  double total_ms = 0;
+  for (const auto& [phase, ms] : result.time_ms.items()) total_ms += ms.get<double>();
+  result.seconds = total_ms / 1000.0;
+  return result;
+}
+
+// Each micro-batch's loss is weighted by its share of the rank's batch, so the
+// accumulated gradient is that of the rank's mean loss.
+Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
+  StepLosses losses;
+  const double weight = double(micro_seqs_) / double(local_seqs_);
+  for (int64_t m = 0; m < local_seqs_; m += micro_seqs_) {
+    const auto chunk = batch.narrow(0, m, micro_seqs_);
+    ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),
+                                      chunk.narrow(1, 1, cfg_.model.seq_len));
+    ((out.lm_loss + out.aux_loss + out.z_loss) * weight).backward();
+    accumulate(losses.lm, out.lm_loss, weight);
+    accumulate(losses.aux, out.aux_loss, weight);
+    accumulate(losses.z, out.z_loss, weight);
+    losses.moe_stats = std::move(out.moe_stats);
+  }
+  return losses;
+}
+
+void Trainer::reduce_step(const StepLosses& losses, StepResult& result) {
+  plan_.sync_gradients();
+  const double stop = StopSignals::received() != 0 ? 1.0 : 0.0;
+  const auto host =
+      torch::stack({losses.lm, losses.aux, losses.z, plan_.grad_sq_norm(device_)}).cpu();
+  result.grad_norm = std::sqrt(host[3].item<double>());
+  // The stop flag rides on the loss reduction: agreeing on it costs no message.
+  auto summed = torch::cat({host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble)});
+  plan_.control().all_reduce_sum(summed);
+  const auto mean = summed.narrow(0, 0, 3) / double(world_size_);
+  result.loss = mean[0].item<double>();
+  result.aux_loss = mean[1].item<double>();
+  result.z_loss = mean[2].item<double>();
+  result.stop_requested = summed[3].item<double>() > 0;
+}
+
+// Every rank sees the same reduced loss and norm, so all skip together.
+void Trainer::optimizer_step(StepResult& result) {
+  result.skipped = guard_.should_skip(std::isfinite(result.grad_norm) ? result.loss : NAN);
+  if (!result.skipped) {
+    std::vector<torch::Tensor> params;
+    for (const auto& [name, p] : plan_.parameters()) params.push_back(p);
+    clip_grads_to_norm(params, result.grad_norm, cfg_.optim.grad_clip);
+    optimizer_->step();
+  }
+  model_->update_balance_biases(/*apply=*/!result.skipped);
+  if (result.skipped && rank_ == 0) {
+    spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", state_.step,
+                 guard_.consecutive());
+  }
+}
+
+void Trainer::advance_state() {
+  state_.step += 1;
+  state_.tokens += batch_seqs_ * cfg_.model.seq_len;
+  state_.loader = loader_->state();
+  state_.nonfinite_total = guard_.total();
+  state_.nonfinite_in_a_row = guard_.consecutive();
+}
+
+double Trainer::evaluate() {
+  const EvalResult r =
+      moelab::evaluate(model_, *val_, cfg_.eval.batch_seqs, plan_.groups().dp.get(), device_);
+  state_.best_val_loss = std::min(state_.best_val_loss, r.loss);
+  if (rank_ == 0) {
+    val_log_->write(state_.step, state_.tokens, r.loss);
+    spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state_.step, r.loss,
+                 state_.best_val_loss);
+  }
+  return r.loss;
+}
+
+void Trainer::stop_for_resume(bool saved) {
+  if (!saved) checkpoint();
+  if (rank_ == 0) {
+    spdlog::warn(
+        "stop signal: checkpoint saved at step {}; exiting with status {} so the job is "
+        "requeued (resume with --resume auto)",
+        state_.step, kExitStoppedForResume);
+  }
+}
+
+void Trainer::checkpoint() {
+  save_run_checkpoint(cfg_, plan_.groups(), plan_.replicated_parameters(),
+                      plan_.expert_parameters(), buffers_, *optimizer_, state_);
+}
+
+void Trainer::log_step(const StepResult& r) {
+  const bool log_now = every(cfg_.log.interval, state_.step) || state_.step == cfg_.train.max_steps;
+  // Collective: every rank takes part in the router statistics' reduction.
+  const nlohmann::json moe = log_now ? moe_metrics(r.moe_stats, plan_.control()) : nullptr;
+  if (rank_ != 0) return;
+  const int64_t tokens_per_step = batch_seqs_ * cfg_.model.seq_len;
+  const double tokens_per_s = double(tokens_per_step) / r.seconds;
+  progress_->update(state_.step, r.loss, tokens_per_s, r.lr);
+  if (!log_now) return;
+  nlohmann::json line = {{"step", state_.step},
+                         {"tokens", state_.tokens},
+                         {"epoch", state_.loader.epoch},
+                         {"lr", r.lr},
+                         {"loss", r.loss},
+                         {"aux_loss", r.aux_loss},
+                         {"z_loss", r.z_loss},
+                         {"grad_norm", r.grad_norm},
+                         {"tokens_per_s", tokens_per_s},
+                         {"mfu", flops_per_token_ * tokens_per_s / (peak_flops_ * world_size_)},
+                         {"time_ms", r.time_ms},
+                         {"skipped", r.skipped},
+                         {"nonfinite_total", state_.nonfinite_total}};
+  if (!moe.is_null()) line["moe"] = moe;
+  metrics_->write(line);
+}
+
+// Peak memory per rank (expert weights and their optimizer state shrink with
+// ep), and DONE with the run's summary when it completed.
+void Trainer::finish(TrainSummary& summary) {
+  if (rank_ == 0) progress_->finish();
+  summary.steps = state_.step;
+  summary.tokens = state_.tokens;
+  summary.best_val_loss = state_.best_val_loss;
+  summary.nonfinite_steps = state_.nonfinite_total;
+  auto peak_mib = plan_.control().all_gather(torch::tensor({peak_resident_mib()}, torch::kDouble));
   const std::vector<double> peak_per_rank(peak_mib.data_ptr<double>(),
                                           peak_mib.data_ptr<double>() + peak_mib.numel());
-  if (rank == 0)
-    spdlog::info("peak resident memory per rank (MiB): {:.0f}", fmt::join(peak_per_rank, " "));
-  if (rank == 0 && !summary.stopped_nonfinite) {
-    nlohmann::json done = {
-        {"steps", summary.steps},
-        {"tokens", summary.tokens},
-        {"best_val_loss", summary.best_val_loss},
-        {"final_val_loss", summary.last_val_loss},
-        {"nonfinite_steps", summary.nonfinite_steps},
-        {"wall_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
-        {"peak_resident_mib", peak_per_rank}};
-    write_file_durably(cfg.train.out_dir + "/DONE", done.dump(2) + "\n");
-  }
-  return summary;
+  if (rank_ != 0) return;
+  spdlog::info("peak resident memory per rank (MiB): {:.0f}", fmt::join(peak_per_rank, " "));
+  if (summary.stopped_nonfinite || summary.stopped_by_signal) return;
+  write_done_file(cfg_, {{"steps", summary.steps},
+                         {"tokens", summary.tokens},
+                         {"best_val_loss", summary.best_val_loss},
+                         {"final_val_loss", summary.last_val_loss},
+                         {"nonfinite_steps", summary.nonfinite_steps},
+                         {"wall_seconds", wall_.lap() / 1000.0},
+                         {"peak_resident_mib", peak_per_rank}});
+}
+
+TrainSummary run_training(const Config& cfg) {
+  return Trainer(cfg).train();
 }
 
 }  // namespace moelab

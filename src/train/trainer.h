@@ -1,10 +1,32 @@
-// The training loop: one call trains one run, collectively over every MPI rank.
+// The training loop: a Trainer trains one run, collectively over every MPI rank.
+// Its parts read in order (torchtitan's Trainer, llm.c's forward/backward/update):
+// the constructor sets up (groups, data, model, parallelism, optimizer, resume);
+// train() repeats train_step() (forward_backward over the micro-batches,
+// gradient sync, clip, optimizer step, non-finite guard) with evaluate(),
+// checkpoint() and log_step() at their intervals.
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include <torch/torch.h>
 
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/watchdog.h"
 #include "config/config.h"
+#include "data/batch_loader.h"
+#include "data/validation_set.h"
+#include "model/precision.h"
+#include "model/transformer.h"
+#include "train/metrics_log.h"
+#include "train/nonfinite_guard.h"
+#include "train/parallel_plan.h"
+#include "train/progress.h"
+#include "train/run_checkpoint.h"
+#include "train/stop_signal.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 
@@ -15,10 +37,83 @@ struct TrainSummary {
   double last_val_loss = 0;
   int64_t nonfinite_steps = 0;
   bool stopped_nonfinite = false;  // too many non-finite losses in a row
+  bool stopped_by_signal = false;  // a stop signal (stop_signal.h): checkpoint saved, no DONE
 };
 
-// Trains `cfg` into cfg.train.out_dir: config.resolved.toml, run.json,
-// metrics.jsonl, val.csv, checkpoints/, and DONE when the run completed.
+class Trainer {
+ public:
+  // Collective: every rank builds its groups, data, model and optimizer, and
+  // resumes from a checkpoint or train.init_from when the config says so.
+  explicit Trainer(const Config& cfg);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains to train.max_steps into cfg.train.out_dir: config.resolved.toml,
+  // run.json, metrics.jsonl, val.csv, checkpoints/, and DONE when it completed.
+  TrainSummary train();
+
+ private:
+  // Losses of one step, weighted over its micro-batches, still on the device.
+  struct StepLosses {
+    torch::Tensor lm, aux, z;
+    std::vector<MoeLayerStats> moe_stats;  // of the last micro-batch
+  };
+  // What one step did, reduced over every rank.
+  struct StepResult {
+    double lr = 0, loss = 0, aux_loss = 0, z_loss = 0, grad_norm = 0;
+    bool skipped = false;
+    bool stop_requested = false;  // a stop signal reached some rank (agreed by all)
+    std::vector<MoeLayerStats> moe_stats;
+    nlohmann::json time_ms;
+    double seconds = 0;
+  };
+
+  void setup_data();
+  void setup_model();
+  void resume_or_init();
+  void open_logs(const nlohmann::json& places);
+
+  StepResult train_step();
+  StepLosses forward_backward(const torch::Tensor& batch);
+  // Gradient sync and the step's loss, aux and z losses, gradient norm and stop
+  // request, reduced over every rank with one read-back to the host.
+  void reduce_step(const StepLosses& losses, StepResult& result);
+  void optimizer_step(StepResult& result);
+  void advance_state();
+
+  double evaluate();
+  void checkpoint();
+  // After a stop signal: the checkpoint at this step (unless `saved` already).
+  void stop_for_resume(bool saved);
+  void log_step(const StepResult& result);
+  void finish(TrainSummary& summary);
+
+  const Config cfg_;
+  Stopwatch wall_;
+  CollectiveWatchdog watchdog_;
+  StopSignals stop_signals_;
+  ParallelPlan plan_;
+  int rank_, world_size_;
+  torch::Device device_;
+  PrecisionChoice precision_;
+  int64_t batch_seqs_ = 0, local_seqs_ = 0, micro_seqs_ = 0;
+  std::unique_ptr<BatchLoader> loader_;
+  std::unique_ptr<ValidationSet> val_;
+  Transformer model_{nullptr};
+  NamedParams buffers_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  TrainState state_;
+  int64_t resumed_step_ = -1;  // -1: a fresh run starts its logs anew
+  NonfiniteGuard guard_;
+  // Rank 0 only.
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<ValLog> val_log_;
+  std::unique_ptr<Progress> progress_;
+  double peak_flops_ = 0, flops_per_token_ = 0;
+};
+
+// Trainer(cfg).train().
 TrainSummary run_training(const Config& cfg);
 
 }  // namespace moelab

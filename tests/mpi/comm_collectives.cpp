@@ -1,8 +1,10 @@
 // ranks: 1 2 4
 // All-reduce, all-gather, broadcast, barrier, process groups and error
 // agreement, checked against values each rank can compute on its own.
+#include <cstdlib>
 #include <string>
 
+#include "comm/cuda_device.h"
 #include "comm/failure.h"
 #include "comm/process_groups.h"
 #include "mpi_gtest_main.h"
@@ -122,6 +124,25 @@ TEST(ProcessGroups, BadSettingsAreInputErrorsNamingTheKey) {
     expect_input_error(world_size, 3 * world_size + 1, "mpi", false, "moe.num_experts");
   expect_input_error(1, 8, "gloo", false, "parallel.backend");
   expect_input_error(1, 8, "nccl", false, "parallel.backend");
+}
+
+// Without a launcher's variable the node-local rank comes from MPI's
+// shared-memory split: every rank of this test shares one host.
+TEST(NodeLocalRank, FallsBackToTheSharedMemorySplit) {
+  const char* saved = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const std::string value = saved ? saved : "";
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  EXPECT_EQ(node_local_rank(), MpiSession::rank());
+  if (saved) setenv("OMPI_COMM_WORLD_LOCAL_RANK", value.c_str(), 1);
+}
+
+TEST(ProcessGroups, NcclWithoutCudaTensorsIsAnInputError) {
+  try {
+    make_process_groups(1, 4, "nccl", false, "run.toml");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel.backend"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AgreeOrThrow, ReturnsWhenNoRankFailed) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,6 +22,11 @@ const fs::path kRoot =
 int run(const std::string& cmd) {
   const std::string full = cmd + " > " + (kRoot / "last.log").string() + " 2>&1";
   return std::system(full.c_str());
+}
+
+std::string last_log() {
+  std::ifstream in(kRoot / "last.log");
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::string mpirun(int ranks) {
@@ -109,6 +115,9 @@ TEST_F(TrainerE2E, ResumeContinuesTheUninterruptedCurve) {
   fs::remove_all(kRoot / "resumed" / "checkpoints" / "step_00000012");
   fs::remove(kRoot / "resumed" / "DONE");
   ASSERT_EQ(run(train("resumed", sets + " --resume auto")), 0);
+  // A run that ignored its checkpoint would give the same curve: it must say it
+  // started from step 6.
+  EXPECT_NE(last_log().find("step_00000006 (step 6)"), std::string::npos) << last_log();
   EXPECT_EQ(train_losses(kRoot / "resumed"), train_losses(kRoot / "full"));
   EXPECT_EQ(column(kRoot / "resumed" / "val.csv", 2), column(kRoot / "full" / "val.csv", 2));
 }
@@ -146,6 +155,7 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
     ASSERT_EQ(
         run(train(name, sets + " --resume auto --set parallel.ep=" + std::to_string(ep), world)),
         0);
+    EXPECT_NE(last_log().find("step_00000004 (step 4)"), std::string::npos) << last_log();
     expect_close(train_losses(kRoot / name), reference, 1e-5);
   }
 }

@@ -1,0 +1,62 @@
+#include "train/parallel_plan.h"
+
+#include "model/all_to_all_dispatcher.h"
+#include "train/grad_clip.h"
+
+namespace moelab {
+namespace {
+
+std::vector<torch::Tensor> tensors(const NamedParams& named) {
+  std::vector<torch::Tensor> out;
+  for (const auto& [name, p] : named) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+ParallelPlan::ParallelPlan(ProcessGroups groups, const MoeConfig& moe)
+    : groups_(std::move(groups)), global_stats_(moe.enabled && moe.stats == "global") {}
+
+MoeContext ParallelPlan::moe_context() const {
+  MoeContext ctx;
+  if (groups_.ep_size > 1) {
+    auto ep = groups_.ep;
+    const auto placement = groups_.placement;
+    ctx.make_dispatcher = [ep, placement](int64_t) {
+      return std::make_shared<AllToAllDispatcher>(ep, placement);
+    };
+  }
+  if (global_stats_ && groups_.dp->size() > 1) {
+    auto dp = groups_.dp;
+    ctx.reduce_mean = [dp](const torch::Tensor& t) {
+      auto sum = t.detach().clone();
+      dp->all_reduce_sum(sum);
+      return sum / double(dp->size());
+    };
+  }
+  return ctx;
+}
+
+void ParallelPlan::parallelize(Transformer& model) {
+  for (auto& np : model->named_parameters()) {
+    (model->is_expert_parameter(np.key()) ? experts_ : replicated_)
+        .emplace_back(np.key(), np.value());
+    all_.emplace_back(np.key(), np.value());
+  }
+  const double world = groups_.world->size();
+  replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world);
+  expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world);
+}
+
+void ParallelPlan::sync_gradients() {
+  replicated_sync_->sync();
+  expert_sync_->sync();
+}
+
+torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
+  auto expert_sq = local_grad_sq_norm_tensor(expert_sync_->params(), device);
+  if (groups_.ep_size > 1) groups_.ep->all_reduce_sum(expert_sq);
+  return local_grad_sq_norm_tensor(replicated_sync_->params(), device) + expert_sq;
+}
+
+}  // namespace moelab

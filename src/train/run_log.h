@@ -1,0 +1,33 @@
+// What rank 0 writes about a run besides the curves' files (metrics_log.h): the
+// resolved config and run.json at start, per-layer router statistics for a
+// metrics line, and DONE at the end.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "comm/process_groups.h"
+#include "config/config.h"
+#include "model/moe_layer.h"
+#include "model/precision.h"
+
+namespace moelab {
+
+// Where each rank runs: [{"rank", "host", "local_rank"}] in rank order, the
+// local rank being the one that selects a GPU (comm/cuda_device.h). Collective
+// over `world`.
+nlohmann::json rank_places(Communicator& world);
+
+// config.resolved.toml (with the commit) and run.json (commit, world layout,
+// where each rank runs, threads, precision and why).
+void write_run_files(const Config& cfg, const ProcessGroups& groups,
+                     const PrecisionChoice& precision, const nlohmann::json& places);
+
+// Per-layer expert load max/mean, drop fraction and router entropy averaged
+// over every rank (collective over `world`); null for a dense model.
+nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world);
+
+// The run's DONE file: its summary as JSON, written durably.
+void write_done_file(const Config& cfg, const nlohmann::json& summary);
+
+}  // namespace moelab

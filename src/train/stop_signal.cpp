@@ -1,0 +1,37 @@
+#include "train/stop_signal.h"
+
+#include <csignal>
+
+namespace moelab {
+namespace {
+
+volatile std::sig_atomic_t g_received = 0;
+struct sigaction g_previous_term, g_previous_usr1;
+
+void on_stop_signal(int signal) {
+  g_received = signal;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_received = 0;
+  struct sigaction action = {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  // Restart interrupted system calls: the flag is read between steps.
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, &g_previous_term);
+  sigaction(SIGUSR1, &action, &g_previous_usr1);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGTERM, &g_previous_term, nullptr);
+  sigaction(SIGUSR1, &g_previous_usr1, nullptr);
+}
+
+int StopSignals::received() {
+  return g_received;
+}
+
+}  // namespace moelab

@@ -1,0 +1,23 @@
+// Wall-clock milliseconds between laps: the step's `time_ms` phases and the
+// dispatcher's exchange timings use this one clock.
+#pragma once
+
+#include <chrono>
+
+namespace moelab {
+
+class Stopwatch {
+ public:
+  // Milliseconds since the previous lap (or construction).
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace moelab
