@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# moelab across hosts, on the cluster of tests/cluster/hosts.sh (2 hosts, 2
+# ranks each, Open MPI over TCP between them):
+#  - an MoE with its experts over both hosts (ep 4) and within each host (ep 2,
+#    data parallel across hosts) trains the single-host curve to 1e-6;
+#  - ranks 2 and 3 run on h2 with local ranks 0 and 1 (run.json);
+#  - a checkpoint written on 2 hosts resumes on 1 and the other way round;
+#  - a peer that stops answering ends the job within parallel.timeout_s + 30 s
+#    (h2's link cut, every rank on h2 frozen, a rank on h2 killed), leaving no
+#    rank on any host, and `--resume auto` on the healthy host continues the
+#    uninterrupted curve bitwise.
+#   multihost_train_test.sh MOELAB_BINARY
+# Exits 0 when all pass, 1 when one fails, 77 (skipped) without namespaces.
+set -uo pipefail
+
+moelab=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+hosts=$here/hosts.sh
+compare=$here/compare_runs.py
+timeout_s=10  # parallel.timeout_s of the fault runs
+long=150      # steps of the fault runs
+
+base=${TMPDIR:-/var/tmp}
+[[ $(realpath -m "$base") == /tmp* ]] && base=/var/tmp
+dir=$(mktemp -d "$base/multihost_train.XXXXXX")
+trap 'cd /; "$hosts" down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
+export HOSTS_DIR=$dir
+cd "$dir" || exit 1
+"$hosts" up 2 "$dir"
+rc=$?
+if ((rc == 77)); then echo "multihost_train_test: SKIP"; exit 77; fi
+((rc == 0)) || { echo "multihost_train_test: hosts.sh up failed ($rc)"; exit 1; }
+
+passed=0 failed=0
+check() {  # description, then a command that succeeds when the check passes
+  local what=$1; shift
+  if "$@"; then echo "PASS: $what"; ((passed++))
+  else echo "FAIL: $what"; ((failed++)); fi
+}
+
+for d in $(seq 40); do
+  echo "story $d: the cat sat on the mat and looked at the moon."
+  echo "<|endoftext|>"
+done >corpus.txt
+"$moelab" prep --input corpus.txt --val-count 4 --vocab-size 80 --out data >prep.log 2>&1 ||
+  { cat prep.log; exit 1; }
+cat >run.toml <<TOML
+[model]
+vocab_size = 80
+d_model = 32
+n_layers = 2
+n_heads = 2
+d_ff = 64
+seq_len = 16
+[moe]
+enabled = true
+num_experts = 4
+d_expert = 32
+[data]
+dir = "$dir/data"
+[train]
+precision = "fp32"
+batch_seqs = 8
+threads = 1
+max_steps = 16
+[optim]
+warmup_steps = 2
+[eval]
+interval = 4
+max_windows = 4
+[log]
+interval = 1
+progress = "off"
+[checkpoint]
+interval = 4
+keep = 100
+[parallel]
+timeout_s = $timeout_s
+TOML
+
+train=("$moelab" train run.toml)
+one_host() {  # RUN [train args]: 4 ranks on h1 (shared memory)
+  local run=$1; shift
+  timeout 300 "$hosts" run h1 mpirun --oversubscribe --allow-run-as-root --mca btl self,vader \
+    -np 4 "${train[@]}" --out "$run" "$@" >>"$run.log" 2>&1
+}
+two_hosts() {  # RUN [train args]: 2 ranks on h1, 2 on h2 (TCP between them)
+  local run=$1; shift
+  timeout -s KILL "${limit:-300}" "$hosts" mpirun --oversubscribe --host h1:2,h2:2 -np 4 \
+    "${train[@]}" --out "$run" "$@" >>"$run.log" 2>&1
+}
+same() {  # RUN_A RUN_B RTOL
+  "$compare" "$1" "$2" --rtol "$3" || { tail -n 20 "$1.log"; return 1; }
+}
+
+# --- 2 hosts train the single-host curve, experts across and within hosts
+for ep in 4 2; do
+  one_host one_ep$ep --set parallel.ep=$ep
+  two_hosts two_ep$ep --set parallel.ep=$ep
+  check "ep $ep: 2 hosts x 2 ranks train the 1-host curve to 1e-6" same two_ep$ep one_ep$ep 1e-6
+done
+placed() {
+  python3 - two_ep4/run.json <<'PY'
+import json, sys
+ranks = json.load(open(sys.argv[1]))["ranks"]
+places = [(r["host"], r["local_rank"]) for r in ranks]
+print("ranks at", places)
+sys.exit(places != [("h1", 0), ("h1", 1), ("h2", 0), ("h2", 1)])
+PY
+}
+check "ranks 2 and 3 run on h2 with local ranks 0 and 1" placed
+
+# --- checkpoints move between 1 and 2 hosts
+interrupt_copy() {  # FROM TO: the run as a crash after step 8 would leave it
+  cp -r "$1" "$2"
+  rm -rf "$2"/checkpoints/step_000000{12,16} "$2/DONE"
+}
+interrupt_copy two_ep4 to_one
+one_host to_one --set parallel.ep=4 --resume auto
+check "a 2-host checkpoint resumes on 1 host at its step" \
+  grep -q "step_00000008 (step 8)" to_one.log
+check "... and continues the curve" same to_one one_ep4 1e-6
+interrupt_copy one_ep4 to_two
+two_hosts to_two --set parallel.ep=4 --resume auto
+check "a 1-host checkpoint resumes on 2 hosts and continues the curve" same to_two one_ep4 1e-6
+
+# --- a peer that stops answering
+moelab_on() {  # HOST: pids of moelab processes in that host
+  local pid
+  for pid in $(ip netns pids "$("$hosts" netns "$1")"); do
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == moelab ]] && echo "$pid"
+  done
+}
+one_host reference --set parallel.ep=4 --set train.max_steps=$long
+ranks_left() { echo $(moelab_on h1) $(moelab_on h2); }
+fault() {  # NAME: runs on 2 hosts, breaks h2 by `break_h2`, then resumes on h1
+  local name=$1 job start ranks_s job_s rc=0 lines=0
+  # Killed if it outlives the bound by far: a hang fails the check.
+  limit=$((timeout_s + 90)) two_hosts "$name" --set parallel.ep=4 --set train.max_steps=$long &
+  job=$!
+  for _ in $(seq 1200); do
+    lines=$(cat "$name/metrics.jsonl" 2>/dev/null | wc -l)
+    ((lines >= 8)) && break
+    kill -0 $job 2>/dev/null || break
+    sleep 0.1
+  done
+  ((lines >= 8)) || { echo "$name: the run did not start"; cat "$name.log"; return 1; }
+  break_h2
+  start=$SECONDS
+  # Every rank, on either host, must end within the bound.
+  while [[ -n $(ranks_left) ]] && ((SECONDS - start <= timeout_s + 30)); do sleep 0.2; done
+  ranks_s=$((SECONDS - start))
+  local left=$(ranks_left)
+  while kill -0 $job 2>/dev/null && ((SECONDS - start <= timeout_s + 30)); do sleep 0.2; done
+  job_s=$((SECONDS - start))
+  kill -0 $job 2>/dev/null && job_s="(still running)"
+  # Open MPI's mpirun waits for the daemon of a cut-off host after its ranks are
+  # gone (docs/multinode.md): launcher_must_end=0 lets the test end it.
+  ((launcher_must_end)) || kill -KILL $(pgrep -f "mpirun .*--out $name") 2>/dev/null
+  wait $job || rc=$?
+  heal_h2
+  echo "$name: every rank ended ${ranks_s} s after the fault, mpirun after ${job_s} s" \
+    "(exit $rc; parallel.timeout_s = $timeout_s)"
+  grep -m3 "error\|noticed" "$name.log" | cut -c1-300
+  [[ -z $left ]] || { echo "$name: ranks still running: $left"; return 1; }
+  ((rc != 0)) || return 1
+  [[ $job_s != "(still running)" ]] || ((!launcher_must_end)) || return 1
+  [[ ! -f $name/DONE ]] || return 1
+  one_host "$name" --set parallel.ep=4 --set train.max_steps=$long --resume auto || return 1
+  same "$name" reference 0
+}
+
+switch=$("$hosts" netns switch)
+break_h2() { ip -n "$switch" link set h2 down; }
+heal_h2() { ip -n "$switch" link set h2 up; }
+launcher_must_end=0
+check "h2's link cut: the job ends in time, no rank left, resume bitwise" fault cut
+check "... rank 0 names the operation and the step" \
+  grep -q "in step [0-9]* has waited [0-9]* s for its peers (parallel.timeout_s = $timeout_s)" \
+  cut.log
+
+break_h2() { kill -STOP $(moelab_on h2); }
+heal_h2() { true; }
+launcher_must_end=1
+check "every rank on h2 frozen: the job ends in time, no rank left, resume bitwise" fault frozen
+check "... rank 0 names the frozen ranks" grep -q "rank [23] (h2): no heartbeat" frozen.log
+
+break_h2() { kill -KILL $(moelab_on h2 | head -n 1); }
+check "a rank on h2 killed: the job ends in time, no rank left, resume bitwise" fault killed
+check "... the launcher names the killed rank" grep -q "process rank [23] .* on node h2" killed.log
+
+echo "multihost_train_test: $passed passed, $failed failed"
+((failed == 0))
