@@ -20,8 +20,14 @@
 # of MoE layers, over the measured step time. WARM = 0 measures from
 # initialisation, collapse included.
 #   bench/scaling.sh DATA_DIR(vocab 4096) [STEPS=30] [WARM=100]
+# Across hosts (the test cluster's network namespaces; bench/scaling_hosts.sh):
+#   bench/scaling.sh --hosts DATA_DIR [STEPS=20]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = "--hosts" ]; then
+  shift
+  exec "$root/bench/scaling_hosts.sh" "$@"
+fi
 bin=${MOELAB_BUILD_DIR:-$root/build}/bin
 data=$(cd "${1:?usage: scaling.sh DATA_DIR [STEPS] [WARM]}" && pwd)
 steps=${2:-30}

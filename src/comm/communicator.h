@@ -6,10 +6,21 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace moelab {
+
+// A collective started by one call and completed by wait().
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Lets the collective advance without blocking (MPI moves non-blocking
+  // collectives along only inside MPI calls).
+  virtual void progress() {}
+  virtual void wait() = 0;
+};
 
 class Communicator {
  public:
@@ -21,6 +32,10 @@ class Communicator {
   // In place; bf16/fp16 are reduced in fp32 and rounded back once.
   virtual void all_reduce_sum(torch::Tensor& t) = 0;
   virtual void all_reduce_max(torch::Tensor& t) = 0;
+  // Starts all_reduce_sum(t); `t` must stay alive and untouched until wait().
+  // Every rank must start a communicator's collectives in the same order. The
+  // default reduces at once and returns a finished handle.
+  virtual std::unique_ptr<PendingCollective> start_all_reduce_sum(torch::Tensor& t);
   // Concatenation along dim 0 of every rank's tensor (all must have equal shapes).
   virtual torch::Tensor all_gather(const torch::Tensor& t) = 0;
   // Sends rows [sum(send_rows[:p]), sum(send_rows[:p+1])) of `send` (dim 0) to

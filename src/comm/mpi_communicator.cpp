@@ -107,6 +107,44 @@ void MpiCommunicator::all_reduce_sum(torch::Tensor& t) {
   all_reduce(t, MPI_SUM, "all_reduce_sum");
 }
 
+// A started MPI_Iallreduce; wait() runs under the collective watchdog like any
+// blocking collective.
+class MpiPendingCollective : public PendingCollective {
+ public:
+  MpiPendingCollective(const MpiCommunicator& comm, MPI_Request request)
+      : comm_(comm), request_(request) {}
+  ~MpiPendingCollective() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void progress() override {
+    int done = 0;
+    if (request_ != MPI_REQUEST_NULL)
+      comm_.check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), kOp);
+  }
+  void wait() override {
+    CollectiveScope scope(kOp);
+    comm_.check(MPI_Wait(&request_, MPI_STATUS_IGNORE), kOp);
+  }
+
+ private:
+  static constexpr const char* kOp = "all_reduce_sum (overlapped)";
+  const MpiCommunicator& comm_;
+  MPI_Request request_;
+};
+
+std::unique_ptr<PendingCollective> MpiCommunicator::start_all_reduce_sum(torch::Tensor& t) {
+  const auto type = t.scalar_type();
+  if (t.is_cuda() || !t.is_contiguous() || (type != torch::kFloat && type != torch::kDouble)) {
+    return Communicator::start_all_reduce_sum(t);
+  }
+  const char* op = "all_reduce_sum (start)";
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), checked_count(t.numel(), op),
+                       type == torch::kFloat ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, comm_, &request),
+        op);
+  return std::make_unique<MpiPendingCollective>(*this, request);
+}
+
 void MpiCommunicator::all_reduce_max(torch::Tensor& t) {
   all_reduce(t, MPI_MAX, "all_reduce_max");
 }

@@ -22,6 +22,9 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   void all_reduce_sum(torch::Tensor& t) override;
   void all_reduce_max(torch::Tensor& t) override;
+  // MPI_Iallreduce for contiguous fp32/fp64 CPU tensors; the blocking default
+  // for anything else.
+  std::unique_ptr<PendingCollective> start_all_reduce_sum(torch::Tensor& t) override;
   torch::Tensor all_gather(const torch::Tensor& t) override;
   torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                              const std::vector<int64_t>& recv_rows) override;
@@ -31,6 +34,7 @@ class MpiCommunicator : public Communicator {
 
  private:
   void all_reduce(torch::Tensor& t, MPI_Op op, const char* name);
+  friend class MpiPendingCollective;
   void check(int code, const char* op) const;
   int checked_count(int64_t count, const char* op) const;
 

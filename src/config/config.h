@@ -75,7 +75,10 @@ struct TrainConfig {
 
 struct OptimConfig {
   double lr = 3e-3;
-  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio
+  std::string schedule = "cosine";     // "cosine" | "linear" | "constant" | "wsd" (lr_schedule.h)
+  double min_lr_ratio = 0.1;           // the decay ends at lr * min_lr_ratio
+  double decay_fraction = 0.2;         // wsd: the last fraction of max_steps decays
+  std::string decay_shape = "linear";  // wsd: "linear" | "sqrt" (1 - sqrt(progress))
   int64_t warmup_steps = 100;
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -90,6 +93,9 @@ struct ParallelConfig {
   // A collective that has not completed after this many seconds ends the job
   // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
   double timeout_s = 600;
+  // Start each gradient bucket's all-reduce during backward, as soon as its
+  // gradients are complete (train/grad_sync.h), instead of after backward.
+  bool overlap_grad_sync = true;
 };
 
 struct EvalConfig {

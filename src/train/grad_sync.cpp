@@ -1,5 +1,7 @@
 #include "train/grad_sync.h"
 
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+
 namespace moelab {
 namespace {
 
@@ -11,18 +13,61 @@ torch::Tensor& grad_or_zeros(torch::Tensor& p) {
 }  // namespace
 
 GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group,
-                   double divisor, int64_t bucket_bytes)
-    : params_(std::move(params)), group_(std::move(group)), divisor_(divisor) {
+                   double divisor, bool overlap, int64_t bucket_bytes)
+    : params_(std::move(params)),
+      group_(std::move(group)),
+      divisor_(divisor),
+      overlap_(overlap && group_ && group_->size() > 1),
+      bucket_of_(params_.size()) {
   int64_t filled = 0;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i = params_.size(); i-- > 0;) {
     const int64_t bytes = params_[i].numel() * params_[i].element_size();
     if (buckets_.empty() || (filled > 0 && filled + bytes > bucket_bytes)) {
       buckets_.emplace_back();
       filled = 0;
     }
-    buckets_.back().push_back(i);
+    buckets_.back().members.push_back(i);
+    bucket_of_[i] = buckets_.size() - 1;
     filled += bytes;
   }
+  if (!overlap_) return;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, i](const torch::autograd::variable_list& outputs,
+                  const torch::autograd::variable_list&) {
+          on_gradient(i);
+          return outputs;
+        }));
+    hooks_.push_back(std::make_shared<decltype(accumulator)>(std::move(accumulator)));
+  }
+}
+
+GradSync::~GradSync() = default;
+
+void GradSync::arm() {
+  if (!overlap_) return;
+  for (auto& bucket : buckets_) bucket.waiting = bucket.members.size();
+  next_to_start_ = 0;
+  armed_ = true;
+}
+
+void GradSync::on_gradient(size_t param) {
+  // MPI is initialised for calls from the main thread only; backward on CPU
+  // runs there, anything else waits for sync().
+  if (!armed_ || std::this_thread::get_id() != main_thread_) return;
+  --buckets_[bucket_of_[param]].waiting;
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].waiting == 0) {
+    start(buckets_[next_to_start_++]);
+  }
+  for (size_t b = 0; b < next_to_start_; ++b) buckets_[b].pending->progress();
+}
+
+void GradSync::start(Bucket& bucket) {
+  std::vector<torch::Tensor> grads;
+  for (size_t i : bucket.members) grads.push_back(grad_or_zeros(params_[i]).reshape({-1}));
+  bucket.flat = torch::cat(grads);
+  bucket.pending = group_->start_all_reduce_sum(bucket.flat);
 }
 
 void GradSync::sync() {
@@ -35,18 +80,20 @@ void GradSync::sync() {
     }
     return;
   }
-  for (const auto& bucket : buckets_) {
-    std::vector<torch::Tensor> grads;
-    for (size_t i : bucket) grads.push_back(grad_or_zeros(params_[i]).reshape({-1}));
-    torch::Tensor flat = torch::cat(grads);
-    group_->all_reduce_sum(flat);
+  if (!armed_) next_to_start_ = 0;
+  while (next_to_start_ < buckets_.size()) start(buckets_[next_to_start_++]);
+  armed_ = false;
+  for (auto& bucket : buckets_) {
+    bucket.pending->wait();
     int64_t offset = 0;
-    for (size_t i : bucket) {
+    for (size_t i : bucket.members) {
       torch::Tensor& g = params_[i].mutable_grad();
       // Divides on the way back: one pass over the bucket instead of two.
-      torch::div_out(g, flat.narrow(0, offset, g.numel()).view_as(g), divisor_);
+      torch::div_out(g, bucket.flat.narrow(0, offset, g.numel()).view_as(g), divisor_);
       offset += g.numel();
     }
+    bucket.pending.reset();
+    bucket.flat = torch::Tensor();
   }
 }
 

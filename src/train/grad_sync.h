@@ -3,11 +3,21 @@
 // experts (each expert already received the gradients of every token sent to it
 // from its expert-parallel group). Both are divided by the world size, so the
 // update is the gradient of the mean loss over the global batch at every layout.
+//
+// Overlap: gradients are summed in flat buckets, filled in reverse parameter
+// order (the order backward produces them). With overlap on, a bucket's
+// all-reduce starts during the last micro-batch's backward as soon as its last
+// gradient has been accumulated (a hook on each parameter's gradient
+// accumulator), so the exchange runs while backward computes the earlier
+// layers; sync() only waits. Buckets start in the same order on every rank (a
+// bucket waits for the ones before it), as MPI requires; one whose gradients
+// never came (an expert that got no tokens) starts in sync().
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -17,19 +27,40 @@ namespace moelab {
 class GradSync {
  public:
   GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group, double divisor,
-           int64_t bucket_bytes = 32 << 20);
+           bool overlap = false, int64_t bucket_bytes = 4 << 20);
+  ~GradSync();
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
 
-  // All-reduces the gradients in flat buckets (few large messages instead of one
-  // per tensor) and divides them by the divisor.
+  // Call before the backward pass whose gradients sync() will exchange (the
+  // last micro-batch's): from then on, full buckets start their all-reduce.
+  void arm();
+  // Starts the buckets not started yet, waits for all, and divides.
   void sync();
 
   const std::vector<torch::Tensor>& params() const { return params_; }
 
  private:
+  struct Bucket {
+    std::vector<size_t> members;  // indices into params_
+    size_t waiting = 0;           // gradients not accumulated yet since arm()
+    torch::Tensor flat;
+    std::unique_ptr<PendingCollective> pending;
+  };
+
+  void on_gradient(size_t param);
+  void start(Bucket& bucket);
+
   std::vector<torch::Tensor> params_;
   std::shared_ptr<Communicator> group_;
   double divisor_;
-  std::vector<std::vector<size_t>> buckets_;  // indices into params_
+  bool overlap_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // per parameter
+  size_t next_to_start_ = 0;
+  bool armed_ = false;
+  std::thread::id main_thread_ = std::this_thread::get_id();
+  std::vector<std::shared_ptr<void>> hooks_;  // keep the gradient accumulators alive
 };
 
 }  // namespace moelab

@@ -3,18 +3,59 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/error.h"
+
 namespace moelab {
 
-double lr_at(int64_t step, int64_t max_steps, const OptimConfig& cfg) {
-  const int64_t warmup = std::max<int64_t>(cfg.warmup_steps, 0);
-  if (step < warmup) {
-    return cfg.lr * static_cast<double>(std::max<int64_t>(step, 0)) / static_cast<double>(warmup);
+LrSchedule::LrSchedule(const OptimConfig& cfg, int64_t max_steps)
+    : lr_(cfg.lr),
+      floor_(cfg.lr * cfg.min_lr_ratio),
+      warmup_(std::max<int64_t>(cfg.warmup_steps, 0)),
+      max_steps_(max_steps) {
+  if (cfg.schedule == "cosine") {
+    kind_ = Kind::kCosine;
+  } else if (cfg.schedule == "linear") {
+    kind_ = Kind::kLinear;
+  } else if (cfg.schedule == "constant") {
+    kind_ = Kind::kConstant;
+  } else if (cfg.schedule == "wsd") {
+    kind_ = Kind::kWsd;
+  } else {
+    throw InputError("optim.schedule = \"" + cfg.schedule +
+                     "\": expected \"cosine\", \"linear\", \"constant\" or \"wsd\"");
   }
-  if (max_steps <= warmup) return cfg.lr;
-  const double floor = cfg.lr * cfg.min_lr_ratio;
-  const double progress = std::clamp(
-      static_cast<double>(step - warmup) / static_cast<double>(max_steps - warmup), 0.0, 1.0);
-  return floor + (cfg.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
+  if (cfg.decay_shape == "linear") {
+    shape_ = DecayShape::kLinear;
+  } else if (cfg.decay_shape == "sqrt") {
+    shape_ = DecayShape::kSqrt;
+  } else {
+    throw InputError("optim.decay_shape = \"" + cfg.decay_shape +
+                     "\": expected \"linear\" or \"sqrt\"");
+  }
+  const auto decay_steps = int64_t(std::llround(cfg.decay_fraction * double(max_steps)));
+  decay_start_ = kind_ == Kind::kWsd ? std::max(warmup_, max_steps - decay_steps) : warmup_;
+}
+
+double LrSchedule::decayed(double progress) const {
+  switch (kind_) {
+    case Kind::kCosine:
+      return 0.5 * (1.0 - std::cos(M_PI * progress));
+    case Kind::kLinear:
+      return progress;
+    case Kind::kConstant:
+      return 0.0;
+    case Kind::kWsd:
+      return shape_ == DecayShape::kSqrt ? std::sqrt(progress) : progress;
+  }
+  return 0.0;
+}
+
+double LrSchedule::at(int64_t step) const {
+  if (step < warmup_) return lr_ * double(std::max<int64_t>(step, 0)) / double(warmup_);
+  if (max_steps_ <= decay_start_) return lr_;
+  const double progress =
+      std::clamp(double(step - decay_start_) / double(max_steps_ - decay_start_), 0.0, 1.0);
+  return lr_ - (lr_ - floor_) * decayed(progress);
 }
 
 void set_lr(torch::optim::Optimizer& optimizer, double lr) {

@@ -14,8 +14,10 @@ std::vector<torch::Tensor> tensors(const NamedParams& named) {
 
 }  // namespace
 
-ParallelPlan::ParallelPlan(ProcessGroups groups, const MoeConfig& moe)
-    : groups_(std::move(groups)), global_stats_(moe.enabled && moe.stats == "global") {}
+ParallelPlan::ParallelPlan(ProcessGroups groups, const Config& cfg)
+    : groups_(std::move(groups)),
+      global_stats_(cfg.moe.enabled && cfg.moe.stats == "global"),
+      overlap_(cfg.parallel.overlap_grad_sync) {}
 
 MoeContext ParallelPlan::moe_context() const {
   MoeContext ctx;
@@ -44,8 +46,13 @@ void ParallelPlan::parallelize(Transformer& model) {
     all_.emplace_back(np.key(), np.value());
   }
   const double world = groups_.world->size();
-  replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world);
-  expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world);
+  replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world, overlap_);
+  expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world, overlap_);
+}
+
+void ParallelPlan::before_last_backward() {
+  replicated_sync_->arm();
+  expert_sync_->arm();
 }
 
 void ParallelPlan::sync_gradients() {

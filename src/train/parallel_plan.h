@@ -22,7 +22,7 @@ namespace moelab {
 
 class ParallelPlan {
  public:
-  ParallelPlan(ProcessGroups groups, const MoeConfig& moe);
+  ParallelPlan(ProcessGroups groups, const Config& cfg);
 
   const ProcessGroups& groups() const { return groups_; }
   // Every rank over MPI with CPU tensors: host-side values and error agreement.
@@ -41,6 +41,9 @@ class ParallelPlan {
   const NamedParams& replicated_parameters() const { return replicated_; }
   const NamedParams& expert_parameters() const { return experts_; }
 
+  // Call before the backward pass of a step's last micro-batch: with
+  // parallel.overlap_grad_sync its gradients start their exchange as they come.
+  void before_last_backward();
   // Averages every gradient over the ranks that hold its parameter.
   void sync_gradients();
   // The global squared gradient norm after sync_gradients(), a 0-dim double on
@@ -51,6 +54,7 @@ class ParallelPlan {
  private:
   ProcessGroups groups_;
   bool global_stats_;
+  bool overlap_;
   NamedParams all_, replicated_, experts_;
   std::unique_ptr<GradSync> replicated_sync_, expert_sync_;
 };

@@ -27,6 +27,11 @@ void write_run_files(const Config& cfg, const ProcessGroups& groups,
 // over every rank (collective over `world`); null for a dense model.
 nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world);
 
+// The straggler view of one step's phase times (`time_ms`, this rank's):
+// {"time_ms_mean": mean over ranks per phase, "time_ms_slowest": the phases of
+// the rank with the longest step, and its "rank"}. Collective over `world`.
+nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, Communicator& world);
+
 // The run's DONE file: its summary as JSON, written durably.
 void write_done_file(const Config& cfg, const nlohmann::json& summary);
 

@@ -6,7 +6,6 @@ namespace moelab {
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
-struct sigaction g_previous_term, g_previous_usr1;
 
 void on_stop_signal(int signal) {
   g_received = signal;
@@ -21,13 +20,8 @@ StopSignals::StopSignals() {
   sigemptyset(&action.sa_mask);
   // Restart interrupted system calls: the flag is read between steps.
   action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, &g_previous_term);
-  sigaction(SIGUSR1, &action, &g_previous_usr1);
-}
-
-StopSignals::~StopSignals() {
-  sigaction(SIGTERM, &g_previous_term, nullptr);
-  sigaction(SIGUSR1, &g_previous_usr1, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);
 }
 
 int StopSignals::received() {

@@ -8,16 +8,15 @@
 
 namespace moelab {
 
-// Installs the handlers for SIGTERM and SIGUSR1 while an instance lives, and
-// restores the previous ones after.
 class StopSignals {
  public:
+  // Installs the handlers for SIGTERM and SIGUSR1 and clears the flag. They
+  // stay installed until the process exits: a repeated signal that arrives
+  // after the run decided to stop (Slurm may send several) must not kill a
+  // rank on its way out with the requeue status.
   StopSignals();
-  ~StopSignals();
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
 
-  // Whether a stop signal arrived since construction; its number, or 0.
+  // The number of the last stop signal received since construction, or 0.
   static int received();
 };
 

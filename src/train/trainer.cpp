@@ -8,7 +8,6 @@
 #include "comm/cuda_device.h"
 #include "train/evaluator.h"
 #include "train/grad_clip.h"
-#include "train/lr_schedule.h"
 #include "train/mfu.h"
 #include "train/run_log.h"
 #include "util/error.h"
@@ -47,11 +46,12 @@ WatchdogOptions watchdog_options(const Config& cfg) {
 Trainer::Trainer(const Config& cfg)
     : cfg_(cfg),
       watchdog_(watchdog_options(cfg)),
-      plan_(make_process_groups(cfg), cfg.moe),
+      plan_(make_process_groups(cfg), cfg),
       rank_(plan_.control().rank()),
       world_size_(plan_.control().size()),
       device_(run_device(cfg)),
       precision_(resolve_precision(cfg.train.precision, device_)),
+      schedule_(cfg.optim, cfg.train.max_steps),
       guard_(cfg.train.max_nonfinite_steps) {
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
   if (rank_ == 0) {
@@ -159,7 +159,7 @@ Trainer::StepResult Trainer::train_step() {
   CollectiveWatchdog::set_step(state_.step + 1);
   Stopwatch watch;
   // The update about to be applied, counted from 1.
-  result.lr = lr_at(state_.step + 1, cfg_.train.max_steps, cfg_.optim);
+  result.lr = schedule_.at(state_.step + 1);
   set_lr(*optimizer_, result.lr);
   optimizer_->zero_grad();
   const torch::Tensor batch = loader_->next().to(device_);
@@ -190,6 +190,7 @@ Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
     const auto chunk = batch.narrow(0, m, micro_seqs_);
     ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),
                                       chunk.narrow(1, 1, cfg_.model.seq_len));
+    if (m + micro_seqs_ == local_seqs_) plan_.before_last_backward();
     ((out.lm_loss + out.aux_loss + out.z_loss) * weight).backward();
     accumulate(losses.lm, out.lm_loss, weight);
     accumulate(losses.aux, out.aux_loss, weight);
@@ -268,8 +269,10 @@ void Trainer::checkpoint() {
 
 void Trainer::log_step(const StepResult& r) {
   const bool log_now = every(cfg_.log.interval, state_.step) || state_.step == cfg_.train.max_steps;
-  // Collective: every rank takes part in the router statistics' reduction.
+  // Collective: every rank takes part in these reductions.
   const nlohmann::json moe = log_now ? moe_metrics(r.moe_stats, plan_.control()) : nullptr;
+  const nlohmann::json ranks =
+      log_now ? phase_times_over_ranks(r.time_ms, plan_.control()) : nullptr;
   if (rank_ != 0) return;
   const int64_t tokens_per_step = batch_seqs_ * cfg_.model.seq_len;
   const double tokens_per_s = double(tokens_per_step) / r.seconds;
@@ -288,6 +291,7 @@ void Trainer::log_step(const StepResult& r) {
                          {"time_ms", r.time_ms},
                          {"skipped", r.skipped},
                          {"nonfinite_total", state_.nonfinite_total}};
+  line.update(ranks);
   if (!moe.is_null()) line["moe"] = moe;
   metrics_->write(line);
 }

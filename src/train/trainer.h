@@ -20,6 +20,7 @@
 #include "data/validation_set.h"
 #include "model/precision.h"
 #include "model/transformer.h"
+#include "train/lr_schedule.h"
 #include "train/metrics_log.h"
 #include "train/nonfinite_guard.h"
 #include "train/parallel_plan.h"
@@ -103,6 +104,7 @@ class Trainer {
   Transformer model_{nullptr};
   NamedParams buffers_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  LrSchedule schedule_;
   TrainState state_;
   int64_t resumed_step_ = -1;  // -1: a fresh run starts its logs anew
   NonfiniteGuard guard_;

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/error.h"
 
 namespace moelab {
 namespace {
@@ -17,29 +23,87 @@ OptimConfig schedule(double lr, double min_ratio, int64_t warmup) {
 
 TEST(LrSchedule, WarmupThenCosineToTheFloor) {
   const OptimConfig cfg = schedule(1e-3, 0.1, 10);
-  EXPECT_DOUBLE_EQ(lr_at(0, 110, cfg), 0.0);
-  EXPECT_DOUBLE_EQ(lr_at(1, 110, cfg), 1e-4);
-  EXPECT_DOUBLE_EQ(lr_at(5, 110, cfg), 5e-4);
-  EXPECT_DOUBLE_EQ(lr_at(10, 110, cfg), 1e-3);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 110).at(0), 0.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 110).at(1), 1e-4);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 110).at(5), 5e-4);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 110).at(10), 1e-3);
   // Halfway through the decay the cosine term is 1/2: floor + (lr - floor) / 2.
-  EXPECT_NEAR(lr_at(60, 110, cfg), 1e-4 + 0.5 * 9e-4, 1e-15);
+  EXPECT_NEAR(LrSchedule(cfg, 110).at(60), 1e-4 + 0.5 * 9e-4, 1e-15);
   // A quarter in: (1 + cos(pi/4)) / 2.
-  EXPECT_NEAR(lr_at(35, 110, cfg), 1e-4 + 9e-4 * 0.5 * (1 + std::sqrt(0.5)), 1e-15);
-  EXPECT_NEAR(lr_at(110, 110, cfg), 1e-4, 1e-15);
-  EXPECT_NEAR(lr_at(500, 110, cfg), 1e-4, 1e-15);
+  EXPECT_NEAR(LrSchedule(cfg, 110).at(35), 1e-4 + 9e-4 * 0.5 * (1 + std::sqrt(0.5)), 1e-15);
+  EXPECT_NEAR(LrSchedule(cfg, 110).at(110), 1e-4, 1e-15);
+  EXPECT_NEAR(LrSchedule(cfg, 110).at(500), 1e-4, 1e-15);
 }
 
 TEST(LrSchedule, NoWarmupStartsAtThePeak) {
   const OptimConfig cfg = schedule(2.0, 0.0, 0);
-  EXPECT_DOUBLE_EQ(lr_at(0, 100, cfg), 2.0);
-  EXPECT_NEAR(lr_at(50, 100, cfg), 1.0, 1e-12);
-  EXPECT_NEAR(lr_at(100, 100, cfg), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 100).at(0), 2.0);
+  EXPECT_NEAR(LrSchedule(cfg, 100).at(50), 1.0, 1e-12);
+  EXPECT_NEAR(LrSchedule(cfg, 100).at(100), 0.0, 1e-12);
 }
 
 TEST(LrSchedule, WarmupLongerThanTrainingNeverDecays) {
   const OptimConfig cfg = schedule(1.0, 0.1, 100);
-  EXPECT_DOUBLE_EQ(lr_at(50, 50, cfg), 0.5);
-  EXPECT_DOUBLE_EQ(lr_at(100, 50, cfg), 1.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 50).at(50), 0.5);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 50).at(100), 1.0);
+}
+
+// The closed forms, written out independently of LrSchedule: for every step of
+// a 100-step run with 10 warmup steps, peak 1e-3 and floor 1e-4.
+double expected_lr(const std::string& kind, const std::string& shape, int64_t step) {
+  const double lr = 1e-3, floor = 1e-4;
+  if (step < 10) return lr * step / 10.0;
+  const int64_t start = kind == "wsd" ? 75 : 10;  // wsd: the last 25 of 100 steps decay
+  const double p = std::min(1.0, std::max(0.0, (step - start) / double(100 - start)));
+  if (kind == "cosine") return floor + (lr - floor) * 0.5 * (1 + std::cos(M_PI * p));
+  if (kind == "linear") return lr + (floor - lr) * p;
+  if (kind == "constant") return lr;
+  return lr - (lr - floor) * (shape == "sqrt" ? std::sqrt(p) : p);
+}
+
+TEST(LrSchedule, EveryScheduleEqualsItsClosedFormAtEveryStep) {
+  for (const auto& [kind, shape] :
+       std::vector<std::pair<std::string, std::string>>{{"cosine", "linear"},
+                                                        {"linear", "linear"},
+                                                        {"constant", "linear"},
+                                                        {"wsd", "linear"},
+                                                        {"wsd", "sqrt"}}) {
+    OptimConfig cfg = schedule(1e-3, 0.1, 10);
+    cfg.schedule = kind;
+    cfg.decay_shape = shape;
+    cfg.decay_fraction = 0.25;
+    const LrSchedule lr(cfg, 100);
+    for (int64_t step = 0; step <= 120; ++step) {
+      EXPECT_NEAR(lr.at(step), expected_lr(kind, shape, step), 1e-15)
+          << kind << " " << shape << " step " << step;
+    }
+  }
+}
+
+TEST(LrSchedule, WsdStaysStableUntilItsLastFraction) {
+  OptimConfig cfg = schedule(1.0, 0.0, 0);
+  cfg.schedule = "wsd";
+  cfg.decay_fraction = 0.2;
+  // Branching a longer run off a stable-phase checkpoint: the same step is
+  // still at the peak, and the decay moves to the new end.
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 100).at(80), 1.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 100).at(90), 0.5);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 200).at(90), 1.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(cfg, 200).at(180), 0.5);
+}
+
+TEST(LrSchedule, UnknownNamesAreInputErrorsNamingTheKey) {
+  OptimConfig cfg = schedule(1.0, 0.1, 0);
+  cfg.schedule = "step";
+  EXPECT_THROW(
+      try { LrSchedule(cfg, 10); } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("optim.schedule"), std::string::npos);
+        throw;
+      },
+      InputError);
+  cfg.schedule = "wsd";
+  cfg.decay_shape = "exp";
+  EXPECT_THROW(LrSchedule(cfg, 10), InputError);
 }
 
 TEST(LrSchedule, SetLrReachesEveryGroup) {

@@ -1,8 +1,10 @@
-// Preemption, time limits and peers that stop answering, on one host: a stop
+// Preemption, time limits, peers that stop answering and stragglers, on one
+// host, 2 ranks with the experts split over both: a stop
 // signal to one rank stops every rank at the same step with a checkpoint
 // (exit 3) and the resumed run continues the uninterrupted curve bitwise; a
 // frozen rank ends the job within parallel.timeout_s + 30 s with a message
-// naming it, and the run resumes from its last checkpoint as if never stopped.
+// naming it, and the run resumes from its last checkpoint as if never stopped;
+// metrics.jsonl shows the slowest rank's phase times next to the mean.
 #include <gtest/gtest.h>
 
 #include "common/temp_dir.h"
@@ -13,7 +15,7 @@ namespace {
 
 constexpr int kSteps = 300;
 
-class Preemption : public ::testing::Test {
+class TwoRankJob : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = dir_.str();
@@ -48,7 +50,7 @@ int64_t newest_checkpoint(const fs::path& run) {
   return newest;
 }
 
-TEST_F(Preemption, SignalToOneRankStopsEveryRankWithACheckpointAndResumesExactly) {
+TEST_F(TwoRankJob, SignalToOneRankStopsEveryRankWithACheckpointAndResumesExactly) {
   const pid_t job = spawn(train("cut"));
   ASSERT_TRUE(wait_for_lines(root_ / "cut" / "metrics.jsonl", 5, job)) << log("cut");
   const pid_t rank1 = find_rank(job, 1);
@@ -77,7 +79,7 @@ TEST_F(Preemption, SignalToOneRankStopsEveryRankWithACheckpointAndResumesExactly
   EXPECT_EQ(loss_log(root_ / "cut"), reference());
 }
 
-TEST_F(Preemption, FrozenRankEndsTheJobWithinTimeoutAndResumesExactly) {
+TEST_F(TwoRankJob, FrozenRankEndsTheJobWithinTimeoutAndResumesExactly) {
   const pid_t job = spawn(train("frozen"));
   ASSERT_TRUE(wait_for_lines(root_ / "frozen" / "metrics.jsonl", 5, job)) << log("frozen");
   const pid_t rank1 = find_rank(job, 1);
@@ -95,6 +97,35 @@ TEST_F(Preemption, FrozenRankEndsTheJobWithinTimeoutAndResumesExactly) {
 
   ASSERT_EQ(std::system(train("frozen", "--resume auto").c_str()), 0) << log("frozen");
   EXPECT_EQ(loss_log(root_ / "frozen"), reference());
+}
+
+}  // namespace
+}  // namespace moelab::testing
+
+namespace moelab::testing {
+namespace {
+
+TEST_F(TwoRankJob, MetricsShowTheSlowestRanksPhasesNextToTheMean) {
+  ASSERT_EQ(std::system(train("stragglers", "--set train.max_steps=4").c_str()), 0)
+      << log("stragglers");
+  std::ifstream in(root_ / "stragglers" / "metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    const auto& slowest = r.at("time_ms_slowest");
+    const int rank = slowest.at("rank").get<int>();
+    EXPECT_TRUE(rank == 0 || rank == 1) << line;
+    double slowest_total = 0, mean_total = 0;
+    for (const auto& [phase, ms] : r.at("time_ms").items()) {
+      slowest_total += slowest.at(phase).get<double>();
+      mean_total += r.at("time_ms_mean").at(phase).get<double>();
+    }
+    EXPECT_GE(slowest_total, mean_total) << line;
+    if (rank == 0) EXPECT_EQ(slowest.at("data"), r.at("time_ms").at("data")) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4);
 }
 
 }  // namespace

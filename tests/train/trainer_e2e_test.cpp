@@ -94,6 +94,36 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, do
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], rel * std::abs(b[i])) << "at " << i;
 }
 
+// Expected losses, as llm.c and torchtitan keep them: the tiny MoE (fp32, one
+// thread) for 30 steps. Today's code is deterministic, so a change of these
+// numbers means a change of the numerics (a kernel's rounding, an init, the
+// data order); a deliberate one regenerates the file in the same commit and
+// says why: MOELAB_WRITE_GOLDEN=1 build/tests/test_train --gtest_filter=*Golden*.
+// The tolerance covers kernels that round differently on other CPUs (the file
+// records the CPU it came from), far below the drifts it exists to catch.
+TEST_F(TrainerE2E, GoldenCurveOfTheTinyMoe) {
+  ASSERT_EQ(run(train("golden",
+                      "--set moe.enabled=true --set train.max_steps=30 "
+                      "--set eval.interval=10")),
+            0);
+  const auto losses = train_losses(kRoot / "golden");
+  const auto val = column(kRoot / "golden" / "val.csv", 2);
+  const fs::path file = fs::path(MOELAB_SOURCE_DIR) / "tests/train/golden_tiny_moe.json";
+  if (std::getenv("MOELAB_WRITE_GOLDEN")) {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, cpu;
+    while (std::getline(cpuinfo, line) && cpu.empty())
+      if (line.rfind("model name", 0) == 0) cpu = line.substr(line.find(':') + 2);
+    std::ofstream(file) << nlohmann::json{{"cpu", cpu}, {"loss", losses}, {"val_loss", val}}.dump(1)
+                        << "\n";
+  }
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << file << " is missing";
+  const auto golden = nlohmann::json::parse(in);
+  expect_close(losses, golden.at("loss").get<std::vector<double>>(), 1e-4);
+  expect_close(val, golden.at("val_loss").get<std::vector<double>>(), 1e-4);
+}
+
 TEST_F(TrainerE2E, RepeatedTextOverfits) {
   ASSERT_EQ(run(train("overfit", "--set train.max_steps=50 --set eval.interval=25")), 0);
   auto losses = train_losses(kRoot / "overfit");
@@ -120,6 +150,33 @@ TEST_F(TrainerE2E, ResumeContinuesTheUninterruptedCurve) {
   EXPECT_NE(last_log().find("step_00000006 (step 6)"), std::string::npos) << last_log();
   EXPECT_EQ(train_losses(kRoot / "resumed"), train_losses(kRoot / "full"));
   EXPECT_EQ(column(kRoot / "resumed" / "val.csv", 2), column(kRoot / "full" / "val.csv", 2));
+}
+
+// The WSD workflow: a run's stable-phase checkpoint resumed with a larger
+// max_steps stays at the peak learning rate and decays at its new end.
+TEST_F(TrainerE2E, WsdRunBranchesIntoALongerRunFromItsStablePhase) {
+  const std::string sets =
+      "--set optim.schedule=wsd --set optim.decay_fraction=0.5 --set checkpoint.interval=5 "
+      "--set checkpoint.keep=10 --set eval.interval=0 ";
+  ASSERT_EQ(run(train("wsd20", sets + "--set train.max_steps=20")), 0);
+  fs::copy(kRoot / "wsd20", kRoot / "wsd40", fs::copy_options::recursive);
+  for (const char* step : {"10", "15", "20"})
+    fs::remove_all(kRoot / "wsd40" / "checkpoints" / ("step_000000" + std::string(step)));
+  fs::remove(kRoot / "wsd40" / "DONE");
+  ASSERT_EQ(run(train("wsd40", sets + "--set train.max_steps=40 --resume auto")), 0);
+  EXPECT_NE(last_log().find("step_00000005 (step 5)"), std::string::npos) << last_log();
+  std::vector<double> short_lr, long_lr;
+  for (const auto& [run_name, lrs] : {std::pair{"wsd20", &short_lr}, {"wsd40", &long_lr}}) {
+    std::ifstream in(kRoot / run_name / "metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line)) lrs->push_back(nlohmann::json::parse(line)["lr"]);
+  }
+  ASSERT_EQ(short_lr.size(), 20u);
+  ASSERT_EQ(long_lr.size(), 40u);
+  EXPECT_LT(short_lr[19], 2e-3);  // the short run decayed over its last 10 steps
+  for (int step = 3; step <= 20; ++step) EXPECT_EQ(long_lr[step - 1], 1e-2) << "step " << step;
+  EXPECT_LT(long_lr[29], 1e-2);
+  EXPECT_DOUBLE_EQ(long_lr[39], 1e-3);  // the floor: lr * min_lr_ratio
 }
 
 // The MoE settings under test: a name (for the run folders) and --set flags.
