@@ -32,6 +32,10 @@ if [ "$ranks" -eq 1 ]; then
 fi
 flags=(--bind-to core --map-by "ppr:$per_node:node:pe=$threads" -x OMP_NUM_THREADS)
 [ "$per_node" -le "$cores" ] || flags=(--oversubscribe --bind-to none -x OMP_NUM_THREADS)
-[ -z "$hostfile" ] || flags+=(--hostfile "$hostfile")
+# Across nodes, TCP keepalive on mpirun's links to its daemons: a node cut off
+# from the network is declared lost, and the job ended, within ~30 s rather
+# than after minutes of TCP retransmissions (docs/multinode.md).
+[ -z "$hostfile" ] || flags+=(--hostfile "$hostfile" --mca oob_tcp_keepalive_time 10
+  --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 4)
 [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
 exec mpirun -np "$ranks" "${flags[@]}" "$moelab" train "$@" --set train.threads=$threads

@@ -53,9 +53,12 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm) : comm_(comm) {
     throw std::runtime_error(comm_error("MPI_Bcast of the NCCL unique id", rank_, "failed"));
   }
   check(ncclCommInitRank(&nccl_, size_, id, rank_), "ncclCommInitRank");
+  watch_async_collectives(this);
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  unwatch_async_collectives(this);
+  for (const Pending& p : pending_) cudaEventDestroy(p.done);
   if (nccl_ != nullptr) ncclCommDestroy(nccl_);
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -67,6 +70,42 @@ void NcclCommunicator::check(ncclResult_t result, const char* op) const {
   std::string what = ncclGetErrorString(result);
   if (nccl_ != nullptr) what += std::string(" (") + ncclGetLastError(nccl_) + ")";
   throw std::runtime_error(comm_error(op, rank_, what));
+}
+
+void NcclCommunicator::enqueued(const char* op, cudaStream_t stream) {
+  cudaEvent_t done = nullptr;
+  if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventRecord(done, stream) != cudaSuccess) {
+    throw std::runtime_error(comm_error(op, rank_, "cannot record a CUDA event after it"));
+  }
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  forget_completed();  // also without a watchdog to ask, the list stays short
+  pending_.push_back({op, watchdog_clock_ms(), done});
+}
+
+void NcclCommunicator::forget_completed() {
+  while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
+    cudaEventDestroy(pending_.front().done);
+    pending_.pop_front();
+  }
+}
+
+AsyncCollectives::Oldest NcclCommunicator::oldest_unfinished() {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  forget_completed();
+  if (pending_.empty()) return {};
+  return {pending_.front().op, pending_.front().enqueued_ms};
+}
+
+std::string NcclCommunicator::async_error() {
+  ncclResult_t result = ncclSuccess;
+  if (ncclCommGetAsyncError(nccl_, &result) != ncclSuccess) return "ncclCommGetAsyncError failed";
+  if (result == ncclSuccess || result == ncclInProgress) return "";
+  return ncclGetErrorString(result);
+}
+
+void NcclCommunicator::abort() {
+  ncclCommAbort(nccl_);
 }
 
 void NcclCommunicator::require_cuda(const torch::Tensor& t, const char* op) const {
@@ -81,6 +120,7 @@ void NcclCommunicator::all_reduce(torch::Tensor& t, ncclRedOp_t op, const char* 
   check(ncclAllReduce(work.data_ptr(), work.data_ptr(), work.numel(), nccl_type(work.scalar_type()),
                       op, nccl_, stream_of(work)),
         name);
+  enqueued(name, stream_of(work));
   if (!work.is_same(t)) t.copy_(work);
 }
 
@@ -100,6 +140,7 @@ torch::Tensor NcclCommunicator::all_gather(const torch::Tensor& t) {
   torch::Tensor out = torch::empty(with_rows(t, t.size(0) * size_), t.options());
   check(ncclAllGather(in.data_ptr(), out.data_ptr(), in.nbytes(), ncclUint8, nccl_, stream_of(in)),
         op);
+  enqueued(op, stream_of(in));
   return out;
 }
 
@@ -132,6 +173,7 @@ torch::Tensor NcclCommunicator::all_to_all_v(const torch::Tensor& send,
     recv_offset += recv_rows[p];
   }
   check(ncclGroupEnd(), op);
+  enqueued(op, stream);
   return out;
 }
 
@@ -143,6 +185,7 @@ void NcclCommunicator::broadcast(torch::Tensor& t, int root) {
   check(ncclBroadcast(work.data_ptr(), work.data_ptr(), work.nbytes(), ncclUint8, root, nccl_,
                       stream_of(work)),
         op);
+  enqueued(op, stream_of(work));
   if (!work.is_same(t)) t.copy_(work);
 }
 

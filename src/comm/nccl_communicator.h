@@ -2,18 +2,29 @@
 // Every collective is enqueued on LibTorch's current CUDA stream, the one the
 // compute runs on, so it is ordered after the kernels that produce its inputs
 // (and before those that read its outputs) without a host synchronisation.
+//
+// parallel.timeout_s: an event recorded after each collective tells the
+// collective watchdog (comm/watchdog.h) when it completed; one still pending
+// past the timeout, or an asynchronous NCCL error (ncclCommGetAsyncError),
+// makes the watchdog abort the communicator (ncclCommAbort, which frees the
+// kernels waiting on lost peers) and end the process.
 #pragma once
 
 #ifdef MOELAB_WITH_NCCL
 
+#include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
 
+#include <deque>
+#include <mutex>
+
 #include "comm/communicator.h"
+#include "comm/watchdog.h"
 
 namespace moelab {
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public Communicator, public AsyncCollectives {
  public:
   // `comm` holds the same ranks; it is owned (freed on destruction) and carries
   // the NCCL unique id from the group's rank 0 and the host side of barrier().
@@ -34,10 +45,27 @@ class NcclCommunicator : public Communicator {
   void barrier() override;
   std::string backend() const override { return "nccl"; }
 
+  // AsyncCollectives, for the watchdog thread.
+  Oldest oldest_unfinished() override;
+  std::string async_error() override;
+  void abort() override;
+
  private:
   void all_reduce(torch::Tensor& t, ncclRedOp_t op, const char* name);
   void check(ncclResult_t result, const char* op) const;
   void require_cuda(const torch::Tensor& t, const char* op) const;
+  // Records that `op` was just enqueued on `stream`.
+  void enqueued(const char* op, cudaStream_t stream);
+  // Drops the completed collectives from the front of pending_ (lock held).
+  void forget_completed();
+
+  struct Pending {
+    const char* op;
+    int64_t enqueued_ms;
+    cudaEvent_t done;
+  };
+  std::mutex pending_mutex_;
+  std::deque<Pending> pending_;
 
   MPI_Comm comm_;
   ncclComm_t nccl_ = nullptr;

@@ -1,5 +1,6 @@
 #include "comm/watchdog.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace moelab {
 namespace {
@@ -25,10 +27,8 @@ std::atomic<int64_t> g_op_start_ms{0};  // steady clock; 0 = not in a collective
 std::atomic<int64_t> g_count{0};        // collectives entered so far
 std::atomic<int64_t> g_step{0};
 
-int64_t steady_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
+std::mutex g_sources_mutex;
+std::vector<AsyncCollectives*> g_sources;
 
 int64_t unix_ms() {
   using namespace std::chrono;
@@ -82,7 +82,7 @@ struct WatchdogThread {
   bool stopping = false;
   std::thread thread;
 
-  [[noreturn]] void fire(int64_t waited_ms) {
+  [[noreturn]] void fire(const char* op, const std::string& what) {
     // Alive ranks rewrite theirs every period, busy or not (this thread).
     const double stale_s = std::max(2.0, 5 * period_s(options.timeout_s));
     std::string missing = options.heartbeat_dir.empty()
@@ -94,26 +94,46 @@ struct WatchdogThread {
           "every other rank is alive and reached it: the exchange itself stalled (a network "
           "link between hosts?)";
     }
-    spdlog::error(
-        "rank {} ({}): {} in step {} has waited {:.0f} s for its peers (parallel.timeout_s = "
-        "{:g}); not answering: {}; ending the job",
-        options.rank, host, g_op.load(), g_step.load(), waited_ms / 1000.0, options.timeout_s,
-        missing);
+    spdlog::error("rank {} ({}): {} in step {} {}; not answering: {}; ending the job", options.rank,
+                  host, op, g_step.load(), what, missing);
     spdlog::default_logger()->flush();
     std::fflush(nullptr);
     std::_Exit(1);
   }
 
+  std::string waited(int64_t waited_ms) const {
+    return fmt::format("has waited {:.0f} s for its peers (parallel.timeout_s = {:g})",
+                       waited_ms / 1000.0, options.timeout_s);
+  }
+
+  // Past the timeout, or with an error, a source is aborted and the process ends.
+  void check_async_sources(int64_t now, int64_t timeout_ms) {
+    std::lock_guard<std::mutex> lock(g_sources_mutex);
+    for (AsyncCollectives* source : g_sources) {
+      const std::string error = source->async_error();
+      const AsyncCollectives::Oldest oldest = source->oldest_unfinished();
+      if (!error.empty()) {
+        source->abort();
+        fire(oldest.op ? oldest.op : "a GPU collective", "failed: " + error);
+      }
+      if (oldest.op && now - oldest.enqueued_ms > timeout_ms) {
+        source->abort();
+        fire(oldest.op, waited(now - oldest.enqueued_ms));
+      }
+    }
+  }
+
   void run() {
     const auto period = std::chrono::milliseconds(int64_t(period_s(options.timeout_s) * 1000));
+    const auto timeout_ms = int64_t(options.timeout_s * 1000);
     std::unique_lock<std::mutex> lock(mutex);
     while (!wake.wait_for(lock, period, [&] { return stopping; })) {
       if (!options.heartbeat_dir.empty())
         write_heartbeat(options.heartbeat_dir, options.rank, host);
+      const int64_t now = watchdog_clock_ms();
       const int64_t start = g_op_start_ms.load();
-      if (start == 0) continue;
-      const int64_t waited = steady_ms() - start;
-      if (waited > int64_t(options.timeout_s * 1000)) fire(waited);
+      if (start != 0 && now - start > timeout_ms) fire(g_op.load(), waited(now - start));
+      check_async_sources(now, timeout_ms);
     }
   }
 };
@@ -148,6 +168,21 @@ CollectiveWatchdog::~CollectiveWatchdog() {
   g_watchdog.reset();
 }
 
+int64_t watchdog_clock_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+void watch_async_collectives(AsyncCollectives* source) {
+  std::lock_guard<std::mutex> lock(g_sources_mutex);
+  g_sources.push_back(source);
+}
+
+void unwatch_async_collectives(AsyncCollectives* source) {
+  std::lock_guard<std::mutex> lock(g_sources_mutex);
+  g_sources.erase(std::remove(g_sources.begin(), g_sources.end(), source), g_sources.end());
+}
+
 void CollectiveWatchdog::set_step(int64_t step) {
   g_step = step;
 }
@@ -155,7 +190,7 @@ void CollectiveWatchdog::set_step(int64_t step) {
 CollectiveScope::CollectiveScope(const char* op) {
   g_count.fetch_add(1);
   g_op = op;
-  g_op_start_ms = steady_ms();
+  g_op_start_ms = watchdog_clock_ms();
 }
 
 CollectiveScope::~CollectiveScope() {

@@ -46,6 +46,33 @@ class CollectiveScope {
   CollectiveScope& operator=(const CollectiveScope&) = delete;
 };
 
+// Collectives the watchdog cannot see through a CollectiveScope: a GPU
+// communicator's enqueue returns at once and the collective completes later on
+// its stream. The watchdog thread asks each watched source for its oldest
+// unfinished collective and its transport's asynchronous error; past the
+// timeout, or on an error, it aborts the source (freeing kernels that would
+// wait forever) and ends the process as for a blocking collective.
+class AsyncCollectives {
+ public:
+  virtual ~AsyncCollectives() = default;
+  struct Oldest {
+    const char* op = nullptr;  // null: nothing unfinished
+    int64_t enqueued_ms = 0;   // steady clock
+  };
+  // Forgets the completed collectives and returns the oldest other one.
+  virtual Oldest oldest_unfinished() = 0;
+  // An error the transport reported on its own ("" when none).
+  virtual std::string async_error() = 0;
+  virtual void abort() = 0;
+};
+
+// Watched from registration until unregistration (a source's lifetime).
+void watch_async_collectives(AsyncCollectives* source);
+void unwatch_async_collectives(AsyncCollectives* source);
+
+// The steady clock in milliseconds, as the watchdog reads it.
+int64_t watchdog_clock_ms();
+
 // The description of the ranks blocking us, from the heartbeat files in `dir`:
 // e.g. "rank 2 (h2): no heartbeat for 21 s; rank 3 (h2): at collective 40 of
 // step 7". Empty when every other rank's heartbeat is fresh and at or past

@@ -8,15 +8,15 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/cluster/test_lib.sh
+source "$here/test_lib.sh"
 hosts=$here/hosts.sh
 for tool in mpicc mpirun; do
   command -v $tool >/dev/null || { echo "hosts_test: SKIP: no $tool"; exit 77; }
 done
 
 # DIR is shared by the hosts, so it must not be under /tmp (each has its own).
-base=${TMPDIR:-/var/tmp}
-[[ $(realpath -m "$base") == /tmp* ]] && base=/var/tmp
-dir=$(mktemp -d "$base/hosts_test.XXXXXX")
+dir=$(shared_temp_dir hosts_test)
 trap 'cd /; "$hosts" down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 export HOSTS_DIR=$dir
 cd "$dir" || exit 1  # a folder every host sees (ctest may start us anywhere)
@@ -26,12 +26,6 @@ rc=$?
 if ((rc == 77)); then echo "hosts_test: SKIP"; exit 77; fi
 ((rc == 0)) || { echo "hosts_test: hosts.sh up failed ($rc)"; exit 1; }
 
-passed=0 failed=0
-check() {  # description, then a command that succeeds when the check passes
-  local what=$1; shift
-  if "$@"; then echo "PASS: $what"; ((passed++))
-  else echo "FAIL: $what"; ((failed++)); fi
-}
 
 # --- the hosts are separate machines, as far as a program can tell
 separate_hosts() {

@@ -37,7 +37,7 @@ start() {
   export HOSTS_DIR=$dir
   slurm_prepare
   local cpus names=() addr
-  cpus=$(nproc)
+  cpus=$(nproc --all)  # not plain nproc: it counts OMP_NUM_THREADS, which ctest sets to 1
   for ((i = 1; i <= n; i++)); do names+=("h$i"); done
   {
     slurm_conf_common moelabhosts h1 "$(awk '$2 == "h1" {print $1}' "$dir/hosts")"

@@ -22,12 +22,8 @@ cd "$dir" || exit 1
 # Sets HOSTS_DIR and SLURM_CONF (a Slurm command without it asks DNS).
 on_h1() { timeout 60 "$here/slurm_hosts.sh" run "$dir" h1 "$@"; }
 
-passed=0 failed=0
-check() {  # description, then a command that succeeds when the check passes
-  local what=$1; shift
-  if "$@"; then echo "PASS: $what"; ((passed++))
-  else echo "FAIL: $what"; ((failed++)); fi
-}
+# shellcheck source=tests/cluster/test_lib.sh
+source "$here/test_lib.sh"
 
 out=$(on_h1 srun -N2 --ntasks-per-node=2 hostname 2>&1 | sort | tr '\n' ' ')
 echo "srun hostname: $out"

@@ -67,12 +67,8 @@ cd "$work" || exit 1
 on_h1() { "$here/slurm_hosts.sh" run "$cluster" h1 "$@"; }
 slurm() { timeout 30 "$here/slurm_hosts.sh" run "$cluster" h1 "$@"; }
 
-passed=0 failed=0
-check() {  # description, then a command that succeeds when the check passes
-  local what=$1; shift
-  if "$@"; then echo "PASS: $what"; ((passed++))
-  else echo "FAIL: $what"; ((failed++)); fi
-}
+# shellcheck source=tests/cluster/test_lib.sh
+source "$here/test_lib.sh"
 finish() {
   echo "$me: total $(elapsed)"
   [[ ${SLURM_TRAIN_TEST_KEEP:-0} == 1 ]] && echo "$me: keeping $dir (the cluster is stopped)"
@@ -104,13 +100,24 @@ job_field() {  # job id, field: the field's value in scontrol show job
 job_state() { job_field "$1" JobState; }
 
 # --- data and config --------------------------------------------------------
-for ((i = 0; i < 40; i++)); do
-  echo "story $i: the cat sat on the mat and looked at the moon."
-  echo "<|endoftext|>"
-done >corpus.txt
-on_h1 timeout 60 "$moelab" prep --input corpus.txt --val-count 4 --vocab-size 80 --out data >prep.log 2>&1 ||
-  fatal "moelab prep (prep.log)"
-cat >config.toml <<CONF
+write_tiny_moe_job "$moelab" on_h1 timeout 60 || fatal "moelab prep (prep.log)"
+cat tiny.toml - >config.toml <<CONF
+[parallel]
+ep = 4
+[train]
+precision = "fp32"
+batch_seqs = 8
+threads = 1
+max_steps = 300
+[optim]
+warmup_steps = 1
+[eval]
+interval = 50
+max_windows = 4
+[checkpoint]
+interval = 25
+keep = 100
+CONF
 [model]
 vocab_size = 80
 d_model = 32

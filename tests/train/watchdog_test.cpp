@@ -7,8 +7,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "common/temp_dir.h"
 
@@ -60,6 +63,43 @@ TEST(Watchdog, ACollectiveThatNeverCompletesEndsTheProcessNamingIt) {
       },
       ::testing::ExitedWithCode(1),
       "all_to_all_v in step 12 has waited [0-9]+ s.*parallel.timeout_s = 0.3");
+}
+
+// A GPU communicator's stand-in: collectives enqueued and never completed,
+// or a transport error; says on stderr when the watchdog aborts it.
+class StuckCollectives : public AsyncCollectives {
+ public:
+  StuckCollectives(int64_t enqueued_ms, std::string error)
+      : enqueued_ms_(enqueued_ms), error_(std::move(error)) {}
+  Oldest oldest_unfinished() override { return {"all_to_all_v", enqueued_ms_}; }
+  std::string async_error() override { return error_; }
+  void abort() override { std::fprintf(stderr, "communicator aborted\n"); }
+
+ private:
+  int64_t enqueued_ms_;
+  std::string error_;
+};
+
+void watch_until_the_end(StuckCollectives& source) {
+  spdlog::set_default_logger(spdlog::stderr_logger_st("watchdog"));  // what gtest reads
+  WatchdogOptions options;
+  options.timeout_s = 0.3;
+  CollectiveWatchdog watchdog(options);
+  CollectiveWatchdog::set_step(5);
+  watch_async_collectives(&source);
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+}
+
+TEST(Watchdog, AnEnqueuedCollectivePastTheTimeoutAbortsItsCommunicator) {
+  StuckCollectives stuck(watchdog_clock_ms(), "");
+  EXPECT_EXIT(watch_until_the_end(stuck), ::testing::ExitedWithCode(1),
+              "communicator aborted.*all_to_all_v in step 5 has waited [0-9]+ s for its peers");
+}
+
+TEST(Watchdog, AnAsynchronousTransportErrorAbortsAtOnce) {
+  StuckCollectives failed(watchdog_clock_ms() + 3600 * 1000, "remote process exited");
+  EXPECT_EXIT(watch_until_the_end(failed), ::testing::ExitedWithCode(1),
+              "communicator aborted.*all_to_all_v in step 5 failed: remote process exited");
 }
 
 TEST(Watchdog, ACollectiveThatCompletesInTimeIsLeftAlone) {
