@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "kernels/grouped_gemm.h"
+#include "util/cpu_features.h"
 
 #ifdef MOELAB_BF16_DOT_KERNEL
 #include <immintrin.h>
@@ -307,9 +308,7 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
 
 bool grouped_matmul_has_cpu_kernel() {
 #ifdef MOELAB_BF16_DOT_KERNEL
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512bf16");
-  return has;
+  return cpu_features().avx512_bf16;
 #else
   return false;
 #endif

@@ -7,13 +7,13 @@
 #ifdef MOELAB_BF16_DOT_KERNEL
 
 #include <ATen/Parallel.h>
-#include <cpuid.h>
+#include <ATen/cpu/Utils.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "util/cpu_features.h"
 
 #define MOELAB_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
 
@@ -103,17 +103,9 @@ const TileProduct tile_products[2][2] = {{&tile_product<1, 1>, &tile_product<1, 
 }  // namespace
 
 bool amx_usable() {
-  static const bool usable = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
-    if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
-    // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): Linux (5.16+) gives
-    // a process the 8 KB of tile state only when asked; without it the first
-    // tile instruction faults.
-    constexpr long kRequestPermission = 0x1023, kTileData = 18;
-    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
-  }();
+  // at::cpu::init_amx asks Linux (5.16+) for the process's 8 KB of tile state
+  // (arch_prctl): without it the first tile instruction faults.
+  static const bool usable = cpu_features().amx_bf16 && at::cpu::init_amx();
   return usable;
 }
 

@@ -8,23 +8,23 @@
 #include <torch/torch.h>
 
 #include <string>
-#include <vector>
+
+#include "util/cpu_features.h"
 
 namespace moelab {
 
-// This CPU's native bf16 matmul features among "amx_bf16" and "avx512_bf16"
-// (from /proc/cpuinfo, read once); empty when it has neither.
-const std::vector<std::string>& native_bf16_cpu_features();
-
-// Whether bf16 matmul is native on `device`.
-bool bf16_is_native(const torch::Device& device);
+// Whether bf16 matmul is native on `device` (CUDA, or a CPU with `cpu`'s
+// amx_bf16 or avx512_bf16).
+bool bf16_is_native(const torch::Device& device, const CpuFeatures& cpu = cpu_features());
 
 struct PrecisionChoice {
   std::string precision;  // "fp32" or "bf16"
   std::string reason;     // for the start-up log, e.g. "auto: CPU has avx512_bf16"
 };
 
-// Resolves "auto"; "fp32" and "bf16" are kept as they are.
-PrecisionChoice resolve_precision(const std::string& requested, const torch::Device& device);
+// Resolves "auto" on `device` with `cpu`'s features; "fp32" and "bf16" are kept
+// as they are.
+PrecisionChoice resolve_precision(const std::string& requested, const torch::Device& device,
+                                  const CpuFeatures& cpu = cpu_features());
 
 }  // namespace moelab

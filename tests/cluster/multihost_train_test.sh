@@ -50,38 +50,6 @@ keep = 100
 [parallel]
 timeout_s = $timeout_s
 TOML
-[model]
-vocab_size = 80
-d_model = 32
-n_layers = 2
-n_heads = 2
-d_ff = 64
-seq_len = 16
-[moe]
-enabled = true
-num_experts = 4
-d_expert = 32
-[data]
-dir = "$dir/data"
-[train]
-precision = "fp32"
-batch_seqs = 8
-threads = 1
-max_steps = 16
-[optim]
-warmup_steps = 2
-[eval]
-interval = 4
-max_windows = 4
-[log]
-interval = 1
-progress = "off"
-[checkpoint]
-interval = 4
-keep = 100
-[parallel]
-timeout_s = $timeout_s
-TOML
 
 train=("$moelab" train run.toml)
 one_host() {  # RUN [train args]: 4 ranks on h1 (shared memory)

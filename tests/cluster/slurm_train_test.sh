@@ -118,38 +118,6 @@ max_windows = 4
 interval = 25
 keep = 100
 CONF
-[model]
-vocab_size = 80
-d_model = 32
-n_layers = 2
-n_heads = 2
-d_ff = 64
-seq_len = 16
-[moe]
-enabled = true
-num_experts = 4
-d_expert = 32
-[parallel]
-ep = 4
-[data]
-dir = "$work/data"
-[train]
-precision = "fp32"
-batch_seqs = 8
-threads = 1
-max_steps = 300
-[optim]
-warmup_steps = 1
-[eval]
-interval = 50
-max_windows = 4
-[log]
-interval = 1
-progress = "off"
-[checkpoint]
-interval = 25
-keep = 100
-CONF
 
 # compare RUN REFERENCE RTOL: every loss (metrics.jsonl) and val_loss (val.csv),
 # step by step; RTOL 0 is bitwise.

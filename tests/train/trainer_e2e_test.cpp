@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "model/precision.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -122,6 +124,19 @@ TEST_F(TrainerE2E, GoldenCurveOfTheTinyMoe) {
   const auto golden = nlohmann::json::parse(in);
   expect_close(losses, golden.at("loss").get<std::vector<double>>(), 1e-4);
   expect_close(val, golden.at("val_loss").get<std::vector<double>>(), 1e-4);
+}
+
+// The run records how "auto" resolved on this machine, as the log says it.
+TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
+  ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
+  const auto expected = moelab::resolve_precision("auto", torch::Device(torch::kCPU));
+  std::ifstream in(kRoot / "auto" / "run.json");
+  const auto record = nlohmann::json::parse(in);
+  EXPECT_EQ(record.at("precision"), expected.precision);
+  EXPECT_EQ(record.at("precision_reason"), expected.reason);
+  EXPECT_NE(last_log().find("precision " + expected.precision + " (" + expected.reason + ")"),
+            std::string::npos)
+      << last_log();
 }
 
 TEST_F(TrainerE2E, RepeatedTextOverfits) {
