@@ -6,7 +6,8 @@
 #   a. reference: the config trained by mpirun -np 4 on one host;
 #   b. sbatch -N 2 --ntasks-per-node 2 --wait slurm/train.sbatch (the experts
 #      over both hosts): completes, ranks 2,3 on h2 with local ranks 0,1, every
-#      loss and val_loss the reference's to 1e-6 (relative);
+#      loss and val_loss the reference's to 1e-6 (relative); and with ep = 2
+#      (expert groups within each host) against its own 1-host reference;
 #   c. preemption: the same job without --wait gets USR1 on its ranks once 10
 #      steps are logged, as Slurm's --signal=USR1@T would send it; the ranks
 #      checkpoint at the step they are on and exit 3, the script requeues the
@@ -138,7 +139,7 @@ submit() {  # run name, then sbatch options: slurm/train.sbatch on 2 hosts x 2 r
   local name=$1; shift
   on_h1 timeout 150 env MOELAB="$moelab" OMPI_MCA_mpi_yield_when_idle=1 \
     sbatch -N 2 --ntasks-per-node 2 -o "$name.out" "$@" \
-    "$repo/slurm/train.sbatch" config.toml --out "$work/$name"
+    "$repo/slurm/train.sbatch" "${config:-config.toml}" --out "$work/$name"
 }
 t=$SECONDS
 submit b --wait >b.sbatch 2>&1
@@ -154,6 +155,14 @@ echo "b. ranks (rank:host:local_rank): $placement"
 check "b. run.json: ranks 0,1 on h1 and 2,3 on h2, local ranks 0 and 1" \
   test "$placement" = "0:h1:0 1:h1:1 2:h2:0 3:h2:1"
 check "b. losses and val_losses equal the reference to 1e-6" compare b ref 1e-6
+
+# The expert groups within each host (ep 2), data parallel across the hosts.
+sed 's/^ep = 4$/ep = 2/' config.toml >config_ep2.toml
+on_h1 timeout 150 mpirun --oversubscribe --allow-run-as-root --mca btl self,vader -np 4 \
+  "$moelab" train config_ep2.toml --out "$work/ref_ep2" >ref_ep2.log 2>&1 ||
+  fatal "ep 2 reference mpirun run (ref_ep2.log)"
+config=config_ep2.toml submit b_ep2 --wait >b_ep2.sbatch 2>&1 || fatal "b. ep 2 sbatch: $(cat b_ep2.sbatch)"
+check "b. ep 2: 2 hosts equal the 1-host run to 1e-6" compare b_ep2 ref_ep2 1e-6
 
 # --- c and d. preemption: USR1 to the ranks, requeue, resume -----------------
 at_least() { (($(lines "$1") >= $2)); }
