@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "comm/cuda_device.h"
 #include "train/evaluator.h"
@@ -54,6 +55,10 @@ Trainer::Trainer(const Config& cfg)
       schedule_(cfg.optim, cfg.train.max_steps),
       guard_(cfg.train.max_nonfinite_steps) {
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
+  // Test-only: a NaN loss at this step, to check the non-finite guard end to end.
+  if (const char* step = std::getenv("MOELAB_TEST_NONFINITE_STEP")) {
+    nonfinite_test_step_ = std::atoll(step);
+  }
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
     spdlog::info("device {}, precision {} ({})", device_.str(), precision_.precision,
@@ -185,7 +190,8 @@ Trainer::StepResult Trainer::train_step() {
 // accumulated gradient is that of the rank's mean loss.
 Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
   StepLosses losses;
-  const double weight = double(micro_seqs_) / double(local_seqs_);
+  double weight = double(micro_seqs_) / double(local_seqs_);
+  if (state_.step + 1 == nonfinite_test_step_) weight = NAN;
   for (int64_t m = 0; m < local_seqs_; m += micro_seqs_) {
     const auto chunk = batch.narrow(0, m, micro_seqs_);
     ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),

@@ -106,7 +106,8 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   LrSchedule schedule_;
   TrainState state_;
-  int64_t resumed_step_ = -1;  // -1: a fresh run starts its logs anew
+  int64_t resumed_step_ = -1;         // -1: a fresh run starts its logs anew
+  int64_t nonfinite_test_step_ = -1;  // MOELAB_TEST_NONFINITE_STEP (tests only)
   NonfiniteGuard guard_;
   // Rank 0 only.
   std::unique_ptr<MetricsLog> metrics_;

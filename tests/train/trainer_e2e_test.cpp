@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/precision.h"
+#include "train/checkpoint_io.h"
 
 namespace {
 
@@ -124,6 +125,48 @@ TEST_F(TrainerE2E, GoldenCurveOfTheTinyMoe) {
   const auto golden = nlohmann::json::parse(in);
   expect_close(losses, golden.at("loss").get<std::vector<double>>(), 1e-4);
   expect_close(val, golden.at("val_loss").get<std::vector<double>>(), 1e-4);
+}
+
+// A non-finite loss in a real run (forced at step 3 through the trainer's
+// test hook): that update is skipped everywhere (parameters, AdamW's state,
+// the aux-free routing bias stay as after step 2; the loader moves on as in a
+// clean run), the step is logged as skipped, and the run goes on.
+TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
+  const std::string sets =
+      "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
+      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set eval.interval=0 "
+      "--set checkpoint.interval=1 --set checkpoint.keep=10";
+  ASSERT_EQ(run("MOELAB_TEST_NONFINITE_STEP=3 " + train("nan", sets)), 0) << last_log();
+  ASSERT_EQ(run(train("clean", sets)), 0);
+  std::ifstream in(kRoot / "nan" / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    const int64_t step = r.at("step");
+    EXPECT_EQ(r.at("skipped").get<bool>(), step == 3) << line;
+    EXPECT_EQ(r.at("nonfinite_total").get<int64_t>(), step >= 3 ? 1 : 0) << line;
+    if (step != 3) EXPECT_TRUE(std::isfinite(r.at("loss").get<double>())) << line;
+  }
+  EXPECT_TRUE(fs::exists(kRoot / "nan" / "DONE"));
+  const auto ckpt = [](const std::string& run, const char* step) {
+    return moelab::load_checkpoint((kRoot / run / "checkpoints" / step).string());
+  };
+  const auto before = ckpt("nan", "step_00000002"), after = ckpt("nan", "step_00000003");
+  ASSERT_EQ(before.tensors.size(), after.tensors.size());
+  int biases = 0;
+  for (const auto& [name, t] : before.tensors) {
+    EXPECT_TRUE(torch::equal(t, after.tensors.at(name))) << name << " changed at the skipped step";
+    biases += name.find("bias") != std::string::npos;
+  }
+  EXPECT_GT(biases, 0);  // the routing biases are among them, and a normal step moves them
+  const auto first = ckpt("nan", "step_00000001");
+  bool moved = false;
+  for (const auto& [name, t] : first.tensors)
+    moved |= name.find("bias") != std::string::npos && !torch::equal(t, before.tensors.at(name));
+  EXPECT_TRUE(moved);
+  EXPECT_EQ(after.meta.at("loader_position"),
+            ckpt("clean", "step_00000003").meta.at("loader_position"));
+  EXPECT_NE(after.meta.at("loader_position"), before.meta.at("loader_position"));
 }
 
 // The run records how "auto" resolved on this machine, as the log says it.
