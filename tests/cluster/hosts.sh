@@ -222,7 +222,9 @@ run() {
 # daemon traffic only on the bridge interface (a host has only lo and cl0 now,
 # but this keeps it so); TCP keepalive on mpirun's links to its daemons, so a
 # cut-off host's daemon is declared lost (and the job ended) within ~8 s
-# instead of after minutes of retransmissions; tests run as root.
+# instead of after minutes of retransmissions; no binding to cores (the hosts
+# share this machine's cores, and each would bind its first rank to core 0);
+# tests run as root.
 mpirun_env() {
   cat <<ENV
 OMPI_MCA_plm_rsh_agent=$here/rsh_agent.sh
@@ -235,6 +237,7 @@ OMPI_MCA_oob_tcp_if_include=$ifname
 OMPI_MCA_oob_tcp_keepalive_time=5
 OMPI_MCA_oob_tcp_keepalive_intvl=1
 OMPI_MCA_oob_tcp_keepalive_probes=3
+OMPI_MCA_hwloc_base_binding_policy=none
 OMPI_ALLOW_RUN_AS_ROOT=1
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ENV

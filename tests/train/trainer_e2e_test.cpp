@@ -169,6 +169,31 @@ TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
   EXPECT_NE(after.meta.at("loader_position"), before.meta.at("loader_position"));
 }
 
+// Evaluation inside a run leaves training alone: with the aux-free routing
+// bias stepped hard, a run that validates after every step trains the same
+// curve, and ends with the same biases, as one that validates only at the end.
+TEST_F(TrainerE2E, EvaluationMovesNeitherTheRoutingBiasNorTheCurve) {
+  const std::string sets =
+      "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
+      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 ";
+  ASSERT_EQ(run(train("eval_every", sets + "--set eval.interval=1")), 0);
+  ASSERT_EQ(run(train("eval_end", sets + "--set eval.interval=0")), 0);
+  EXPECT_EQ(train_losses(kRoot / "eval_every"), train_losses(kRoot / "eval_end"));
+  EXPECT_EQ(column(kRoot / "eval_every" / "val.csv", 0).size(), 7u);  // steps 0..6
+  const auto every =
+      moelab::load_checkpoint((kRoot / "eval_every/checkpoints/step_00000006").string());
+  const auto end = moelab::load_checkpoint((kRoot / "eval_end/checkpoints/step_00000006").string());
+  int biases = 0, moved = 0;
+  for (const auto& [name, t] : end.tensors) {
+    if (name.find("bias") == std::string::npos) continue;
+    EXPECT_TRUE(torch::equal(t, every.tensors.at(name))) << name;
+    moved += !torch::equal(t, torch::zeros_like(t));
+    ++biases;
+  }
+  EXPECT_GT(biases, 0);
+  EXPECT_GT(moved, 0) << "no routing bias moved: the test would not see evaluation move one";
+}
+
 // The run records how "auto" resolved on this machine, as the log says it.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
