@@ -52,14 +52,14 @@ print(f'{m(r["tokens_per_s"] for r in rows):.0f} {m(r["time_ms"]["forward_backwa
 PY
 }
 
-printf '%-6s %-5s %-22s %9s %8s %9s %7s\n' model prec layout tokens/s fb_ms sync_ms hidden
+printf '%-6s %-5s %-24s %9s %8s %9s %7s\n' model prec layout tokens/s fb_ms sync_ms hidden
 for model in dense moe; do
   for precision in fp32 auto; do
     row() {  # label name [sync_ms without overlap]
       read -r tps fb sync <<<"$(medians "$2")"
       local hidden=""
       [[ -z ${3:-} ]] || hidden=$(awk -v on="$sync" -v off="$3" 'BEGIN { printf "%.0f%%", 100 * (1 - on / off) }')
-      printf '%-6s %-5s %-22s %9s %8s %9s %7s\n' "$model" "$precision" "$1" "$tps" "$fb" "$sync" "$hidden"
+      printf '%-6s %-5s %-24s %9s %8s %9s %7s\n' "$model" "$precision" "$1" "$tps" "$fb" "$sync" "$hidden"
     }
     base=${model}_${precision}
     run "${base}_one2" "$model.toml" "$precision" true one2
