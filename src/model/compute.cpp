@@ -3,14 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <xxhash.h>
 
-#include "model/precision.h"
-
 namespace moelab {
-
-c10::ScalarType compute_dtype(const std::string& precision, c10::ScalarType master,
-                              const torch::Device& device) {
-  return resolve_precision(precision, device).precision == "bf16" ? torch::kBFloat16 : master;
-}
 
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w) {
   return torch::matmul(x, w.to(x.scalar_type()).t());

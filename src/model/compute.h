@@ -9,11 +9,6 @@
 
 namespace moelab {
 
-// bf16 for precision "bf16", and for "auto" where bf16 is native on `device`
-// (see precision.h); otherwise the dtype the parameters already have.
-c10::ScalarType compute_dtype(const std::string& precision, c10::ScalarType master,
-                              const torch::Device& device);
-
 // x @ w^T with w cast to x's dtype; the cast's backward hands w an fp32 grad.
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w);
 

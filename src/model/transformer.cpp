@@ -6,6 +6,7 @@
 #include "model/compute.h"
 #include "model/local_dispatcher.h"
 #include "model/phase_timer.h"
+#include "model/precision.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -66,7 +67,10 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute
   return x + moe_out.y.to(x.scalar_type()).view(x.sizes());
 }
 
-TransformerImpl::TransformerImpl(const Config& cfg, MoeContext ctx) : cfg_(cfg) {
+TransformerImpl::TransformerImpl(const Config& cfg, MoeContext ctx)
+    : cfg_(cfg),
+      bf16_on_cpu_(resolve_precision(cfg.train.precision, torch::kCPU).precision == "bf16"),
+      bf16_on_cuda_(resolve_precision(cfg.train.precision, torch::kCUDA).precision == "bf16") {
   const int64_t vocab = cfg.model.vocab_size, d = cfg.model.d_model;
   embedding = register_parameter("embedding", torch::empty({vocab, d}));
   layers = register_module("layers", torch::nn::ModuleList());
@@ -111,7 +115,8 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::T
                      std::to_string(cfg_.model.seq_len) + "], got " + c10::str(tokens.sizes()));
   }
   const auto master = embedding.scalar_type();
-  const auto compute = compute_dtype(cfg_.train.precision, master, tokens.device());
+  const bool bf16 = tokens.is_cuda() ? bf16_on_cuda_ : bf16_on_cpu_;
+  const auto compute = bf16 ? torch::kBFloat16 : master;
   ModelOutput out;
   out.aux_loss = torch::zeros({}, embedding.options());
   out.z_loss = torch::zeros({}, embedding.options());

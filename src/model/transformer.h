@@ -86,6 +86,9 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   Config cfg_;
+  // train.precision resolved once: bf16 matmuls on a CPU tensor, on a CUDA one
+  // (otherwise the parameters' own dtype: fp32, or double in gradient checks).
+  bool bf16_on_cpu_, bf16_on_cuda_;
 };
 TORCH_MODULE(Transformer);
 
