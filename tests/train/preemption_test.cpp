@@ -105,6 +105,19 @@ TEST_F(TwoRankJob, FrozenRankEndsTheJobWithinTimeoutAndResumesExactly) {
 namespace moelab::testing {
 namespace {
 
+// Overlapping the gradient all-reduce with backward changes when buckets are
+// exchanged, not what is summed: the same curve bitwise.
+TEST_F(TwoRankJob, OverlappedGradientSyncTrainsTheSameCurve) {
+  const std::string sets = "--set train.max_steps=20 --set parallel.ep=1";
+  ASSERT_EQ(std::system(train("overlap", sets).c_str()), 0) << log("overlap");
+  ASSERT_EQ(
+      std::system(train("no_overlap", sets + " --set parallel.overlap_grad_sync=false").c_str()), 0)
+      << log("no_overlap");
+  const auto overlapped = loss_log(root_ / "overlap");
+  EXPECT_EQ(overlapped.size(), 20u);
+  EXPECT_EQ(overlapped, loss_log(root_ / "no_overlap"));
+}
+
 TEST_F(TwoRankJob, MetricsShowTheSlowestRanksPhasesNextToTheMean) {
   ASSERT_EQ(std::system(train("stragglers", "--set train.max_steps=4").c_str()), 0)
       << log("stragglers");
