@@ -66,4 +66,9 @@ torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
   return local_grad_sq_norm_tensor(replicated_sync_->params(), device) + expert_sq;
 }
 
+void ParallelPlan::clip_gradients(double norm, double max_norm) const {
+  clip_grads_to_norm(replicated_sync_->params(), norm, max_norm);
+  clip_grads_to_norm(expert_sync_->params(), norm, max_norm);
+}
+
 }  // namespace moelab

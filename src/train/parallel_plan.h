@@ -50,6 +50,8 @@ class ParallelPlan {
   // `device` (not read back): replicated gradients are equal on every rank;
   // the experts of one EP group are disjoint, so their squares add over it.
   torch::Tensor grad_sq_norm(const torch::Device& device) const;
+  // Scales every gradient for the global norm `norm` (grad_clip.h's rule).
+  void clip_gradients(double norm, double max_norm) const;
 
  private:
   ProcessGroups groups_;

@@ -8,7 +8,6 @@
 
 #include "comm/cuda_device.h"
 #include "train/evaluator.h"
-#include "train/grad_clip.h"
 #include "train/mfu.h"
 #include "train/run_log.h"
 #include "util/error.h"
@@ -226,9 +225,7 @@ void Trainer::reduce_step(const StepLosses& losses, StepResult& result) {
 void Trainer::optimizer_step(StepResult& result) {
   result.skipped = guard_.should_skip(std::isfinite(result.grad_norm) ? result.loss : NAN);
   if (!result.skipped) {
-    std::vector<torch::Tensor> params;
-    for (const auto& [name, p] : plan_.parameters()) params.push_back(p);
-    clip_grads_to_norm(params, result.grad_norm, cfg_.optim.grad_clip);
+    plan_.clip_gradients(result.grad_norm, cfg_.optim.grad_clip);
     optimizer_->step();
   }
   model_->update_balance_biases(/*apply=*/!result.skipped);
