@@ -33,6 +33,11 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ifname=cl0  # the one interface of every host
+# The checkout (scripts, build, .venv) stays visible on every host even when it
+# lies under /tmp, which each host has its own of: the top folder under /tmp
+# that holds it (HOSTS_KEEP overrides; empty when it is elsewhere).
+repo=$(cd "$here/../.." && pwd)
+keep=${HOSTS_KEEP-$([[ $repo == /tmp/* ]] && echo "/tmp/$(cut -d/ -f3 <<<"$repo")")}
 up_done=""
 
 die() { echo "hosts.sh: $*" >&2; exit 1; }
@@ -65,7 +70,10 @@ no_ipv6() {
 }
 
 # The holder of one host's UTS and mount namespaces (sh -c "$holder" holder DIR
-# HOST): sets the hostname, /etc/hosts, /tmp and /dev/shm, then sleeps. A fresh
+# HOST KEEP): sets the hostname, /etc/hosts, /tmp and /dev/shm, then sleeps.
+# KEEP, when not empty, is a folder under /tmp that every host must still see
+# through its own /tmp (a checkout cloned there: its scripts and build); it is
+# parked in DIR across the new tmpfs and moved back onto the same path. A fresh
 # sysfs makes /sys/class/net show the host's own interfaces (as `ip netns exec`
 # does), but would hide the cgroup file systems slurmd needs: they are carried
 # over, through the new /tmp, onto the new /sys.
@@ -73,7 +81,11 @@ no_ipv6() {
 holder='
   hostname "$2" &&
   mount --bind "$1/hosts" /etc/hosts &&
+  if [ -n "$3" ]; then
+    mkdir -p "$1/.keep-$2" && mount --rbind "$3" "$1/.keep-$2"; fi &&
   mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+  if [ -n "$3" ]; then
+    mkdir -p "$3" && mount --move "$1/.keep-$2" "$3" && rmdir "$1/.keep-$2"; fi &&
   if mountpoint -q /sys/fs/cgroup; then
     mkdir /tmp/.cgroup && mount --rbind /sys/fs/cgroup /tmp/.cgroup; fi &&
   umount -l /sys && mount -t sysfs sysfs /sys &&
@@ -131,7 +143,7 @@ up() {
     # setsid and the redirections detach the holder from our terminal and
     # pipes (ctest waits for every holder of a test's output pipe to close it).
     setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
-      sh -c "$holder" holder "$dir" "h$i" </dev/null >"$dir/h$i.log" 2>&1 &
+      sh -c "$holder" holder "$dir" "h$i" "$keep" </dev/null >"$dir/h$i.log" 2>&1 &
     echo $! >"$dir/h$i.pid"
   done
   # nsenter, unshare and sh all exec, so the recorded pid is the holder.
@@ -204,7 +216,7 @@ run() {
   [[ $host =~ ^h[0-9]+$ && -f $dir/$host.pid ]] || die "run: no host '$host' up in $dir"
   pid=$(cat "$dir/$host.pid")
   alive "$pid" || die "run: host '$host' is down (holder $pid is gone)"
-  [[ $PWD != /tmp && $PWD != /tmp/* ]] ||
+  [[ $PWD != /tmp && $PWD != /tmp/* ]] || [[ -n $keep && ($PWD == "$keep" || $PWD == "$keep"/*) ]] ||
     die "run: the current folder $PWD is under /tmp, which $host has its own of"
   export HOSTS_DIR=$dir
   # Entering a mount namespace moves the cwd to /; --wd brings it back.
