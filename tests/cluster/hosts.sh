@@ -29,7 +29,10 @@
 #
 # Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN); where namespaces cannot be made,
 # `up` exits 77 with the reason, which ctest reports as a skipped test.
-set -euo pipefail
+set -Eeuo pipefail
+# A command that fails under set -e names itself (in functions too: -E) rather
+# than ending us silently.
+trap 'echo "hosts.sh: line $LINENO: \"$BASH_COMMAND\" failed ($?)" >&2' ERR
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ifname=cl0  # the one interface of every host
@@ -37,7 +40,9 @@ ifname=cl0  # the one interface of every host
 # lies under /tmp, which each host has its own of: the top folder under /tmp
 # that holds it (HOSTS_KEEP overrides; empty when it is elsewhere).
 repo=$(cd "$here/../.." && pwd)
-keep=${HOSTS_KEEP-$([[ $repo == /tmp/* ]] && echo "/tmp/$(cut -d/ -f3 <<<"$repo")")}
+keep=""
+[[ $repo == /tmp/* ]] && keep="/tmp/$(cut -d/ -f3 <<<"$repo")"
+keep=${HOSTS_KEEP-$keep}
 up_done=""
 
 die() { echo "hosts.sh: $*" >&2; exit 1; }
