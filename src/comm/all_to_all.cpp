@@ -1,5 +1,7 @@
 #include "comm/all_to_all.h"
 
+#include "util/trace_scope.h"
+
 namespace moelab {
 namespace {
 
@@ -18,6 +20,7 @@ torch::Tensor AllToAllV::forward(torch::autograd::AutogradContext* ctx, const to
   ctx->saved_data["group"] = c10::IValue::make_capsule(c10::make_intrusive<GroupHolder>(group));
   ctx->saved_data["send_rows"] = send_rows;
   ctx->saved_data["recv_rows"] = recv_rows;
+  TraceScope range("all_to_all");  // where a rank waits for its peers' tokens
   return group->all_to_all_v(send, send_rows, recv_rows);
 }
 
@@ -30,6 +33,7 @@ torch::autograd::variable_list AllToAllV::backward(torch::autograd::AutogradCont
   // An output without a gradient arrives as zeros (autograd materialises it), so
   // the exchange always has the shape the peers expect.
   const torch::Tensor grad = grad_outputs[0].contiguous();
+  TraceScope range("all_to_all");
   return {holder->group->all_to_all_v(grad, recv_rows, send_rows), torch::Tensor(), torch::Tensor(),
           torch::Tensor()};
 }

@@ -71,6 +71,11 @@ struct TrainConfig {
   int64_t max_nonfinite_steps = 5;  // stop after this many non-finite losses in a row
   std::string out_dir = "runs/default";
   std::string init_from = "";  // a checkpoint folder whose weights a fresh run starts from
+  // Profiling (train/step_profiler.h): steps [first, last] traced ([] = none),
+  // on rank 0 or "all" ranks; on CUDA, the allocator snapshot after a step (0 = none).
+  std::vector<int64_t> profile_steps;
+  std::string profile_ranks = "rank0";  // "rank0" | "all"
+  int64_t memory_snapshot_step = 0;
 };
 
 struct OptimConfig {
@@ -108,6 +113,7 @@ struct LogConfig {
   int64_t interval = 10;          // steps between metrics.jsonl lines
   std::string progress = "auto";  // "auto" | "bar" | "plain" | "off"
   std::string level = "info";     // "debug" | "info" | "warn" | "error"
+  bool tensorboard = true;        // rank 0 writes <run>/tb/ event files
 };
 
 struct CheckpointConfig {

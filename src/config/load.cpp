@@ -270,6 +270,14 @@ void validate(const Config& c, int world_size) {
                 " needs moe.enabled = true (a dense model has no "
                 "experts to split)");
   }
+  const auto& profiled = c.train.profile_steps;
+  require(profiled.empty() || (profiled.size() == 2 && profiled[0] <= profiled[1]), c,
+          "train.profile_steps",
+          "train.profile_steps must be [] or [first, last] with first <= last");
+  require(c.train.memory_snapshot_step == 0 || c.train.device == "cuda", c,
+          "train.memory_snapshot_step",
+          "train.memory_snapshot_step needs train.device = \"cuda\" (it is the CUDA caching "
+          "allocator's snapshot)");
   if (world_size > 0) {
     require(world_size % c.parallel.ep == 0, c, "parallel.ep",
             kv("parallel.ep", c.parallel.ep) + " must divide the world size " +

@@ -31,7 +31,7 @@ void PhaseTimer::add(Phase phase, double seconds) {
   g_seconds[static_cast<size_t>(phase)] += seconds;
 }
 
-PhaseScope::PhaseScope(Phase phase) : phase_(phase), active_(g_enabled) {
+PhaseScope::PhaseScope(Phase phase) : range_(phase_name(phase)), phase_(phase), active_(g_enabled) {
   if (active_) start_ = std::chrono::steady_clock::now();
 }
 

@@ -1,10 +1,13 @@
-// Wall-clock time per forward phase, for the benchmark's breakdown. Off by
-// default (then a PhaseScope costs one branch). On the CPU every op finishes
+// Wall-clock time per forward phase, for the benchmark's breakdown, and a range
+// per phase in profiler traces. The timing is off by default (then a PhaseScope
+// costs two branches). On the CPU every op finishes
 // before the next starts, so wall time per scope is the phase's cost.
 #pragma once
 
 #include <array>
 #include <chrono>
+
+#include "util/trace_scope.h"
 
 namespace moelab {
 
@@ -40,6 +43,7 @@ class PhaseScope {
   PhaseScope& operator=(const PhaseScope&) = delete;
 
  private:
+  TraceScope range_;
   Phase phase_;
   bool active_;
   std::chrono::steady_clock::time_point start_;

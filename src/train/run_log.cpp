@@ -62,17 +62,20 @@ nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator
   auto flat = torch::cat(parts);
   world.all_reduce_sum(flat);
   flat /= double(world.size());
-  nlohmann::json load_ratio = nlohmann::json::array(), drop = nlohmann::json::array(),
-                 entropy = nlohmann::json::array();
+  nlohmann::json load = nlohmann::json::array(), load_ratio = nlohmann::json::array(),
+                 drop = nlohmann::json::array(), entropy = nlohmann::json::array();
   int64_t offset = 0;
   for (const auto& s : stats) {
-    auto load = flat.narrow(0, offset, s.load.numel());
-    load_ratio.push_back((load.max() / load.mean()).item<double>());
+    const auto layer_load = flat.narrow(0, offset, s.load.numel()).contiguous();
+    load.push_back(std::vector<double>(layer_load.data_ptr<double>(),
+                                       layer_load.data_ptr<double>() + layer_load.numel()));
+    load_ratio.push_back((layer_load.max() / layer_load.mean()).item<double>());
     drop.push_back(flat[offset + s.load.numel()].item<double>());
     entropy.push_back(flat[offset + s.load.numel() + 1].item<double>());
     offset += s.load.numel() + 2;
   }
-  return {{"expert_load_max_over_mean", load_ratio},
+  return {{"expert_load", load},
+          {"expert_load_max_over_mean", load_ratio},
           {"drop_fraction", drop},
           {"router_entropy", entropy}};
 }

@@ -23,8 +23,9 @@ nlohmann::json rank_places(Communicator& world);
 void write_run_files(const Config& cfg, const ProcessGroups& groups,
                      const PrecisionChoice& precision, const nlohmann::json& places);
 
-// Per-layer expert load max/mean, drop fraction and router entropy averaged
-// over every rank (collective over `world`); null for a dense model.
+// Per-layer expert load (each expert's share of assignments), its max/mean,
+// drop fraction and router entropy, averaged over every rank (collective over
+// `world`); null for a dense model.
 nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world);
 
 // The straggler view of one step's phase times (`time_ms`, this rank's):

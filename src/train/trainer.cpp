@@ -10,6 +10,7 @@
 #include "train/evaluator.h"
 #include "train/mfu.h"
 #include "train/run_log.h"
+#include "train/step_phases.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/mpi_session.h"
@@ -52,7 +53,9 @@ Trainer::Trainer(const Config& cfg)
       device_(run_device(cfg)),
       precision_(resolve_precision(cfg.train.precision, device_)),
       schedule_(cfg.optim, cfg.train.max_steps),
-      guard_(cfg.train.max_nonfinite_steps) {
+      guard_(cfg.train.max_nonfinite_steps),
+      peak_memory_(device_),
+      profiler_(cfg, rank_, device_) {
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
   // Test-only: a NaN loss at this step, to check the non-finite guard end to end.
   if (const char* step = std::getenv("MOELAB_TEST_NONFINITE_STEP")) {
@@ -117,6 +120,9 @@ void Trainer::open_logs(const nlohmann::json& places) {
   write_run_files(cfg_, plan_.groups(), precision_, places);
   metrics_ = std::make_unique<MetricsLog>(cfg_.train.out_dir, resumed_step_);
   val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_);
+  if (cfg_.log.tensorboard) {
+    tensorboard_ = std::make_unique<TensorBoardLog>(cfg_.train.out_dir, resumed_step_);
+  }
   progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
   const auto dtype = precision_.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
@@ -134,7 +140,9 @@ TrainSummary Trainer::train() {
   TrainSummary summary;
   if (state_.step == 0) summary.last_val_loss = evaluate();  // the curve starts at initialisation
   while (state_.step < cfg_.train.max_steps) {
+    profiler_.before_step(state_.step + 1);
     const StepResult result = train_step();
+    profiler_.after_step(state_.step);
     log_step(result);
     if (guard_.exhausted()) {
       summary.stopped_nonfinite = true;
@@ -161,24 +169,27 @@ TrainSummary Trainer::train() {
 Trainer::StepResult Trainer::train_step() {
   StepResult result;
   CollectiveWatchdog::set_step(state_.step + 1);
-  Stopwatch watch;
+  StepPhases phases(peak_memory_);
+  phases.begin("data");
   // The update about to be applied, counted from 1.
   result.lr = schedule_.at(state_.step + 1);
   set_lr(*optimizer_, result.lr);
   optimizer_->zero_grad();
   const torch::Tensor batch = loader_->next().to(device_);
-  result.time_ms["data"] = watch.lap();
 
+  phases.begin("forward_backward");
   StepLosses losses = forward_backward(batch);
   result.moe_stats = std::move(losses.moe_stats);
-  result.time_ms["forward_backward"] = watch.lap();
 
+  phases.begin("grad_sync");
   reduce_step(losses, result);
-  result.time_ms["grad_sync"] = watch.lap();
 
+  phases.begin("optimizer");
   optimizer_step(result);
   advance_state();
-  result.time_ms["optimizer"] = watch.lap();
+  phases.end();
+  result.time_ms = std::move(phases.time_ms);
+  result.peak_mib = std::move(phases.peak_mib);
   double total_ms = 0;
   for (const auto& [phase, ms] : result.time_ms.items()) total_ms += ms.get<double>();
   result.seconds = total_ms / 1000.0;
@@ -248,7 +259,8 @@ double Trainer::evaluate() {
       moelab::evaluate(model_, *val_, cfg_.eval.batch_seqs, plan_.groups().dp.get(), device_);
   state_.best_val_loss = std::min(state_.best_val_loss, r.loss);
   if (rank_ == 0) {
-    val_log_->write(state_.step, state_.tokens, r.loss);
+    const double best = val_log_->write(state_.step, state_.tokens, r.loss);
+    if (tensorboard_) tensorboard_->write_validation(state_.step, r.loss, best);
     spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state_.step, r.loss,
                  state_.best_val_loss);
   }
@@ -292,11 +304,13 @@ void Trainer::log_step(const StepResult& r) {
                          {"tokens_per_s", tokens_per_s},
                          {"mfu", flops_per_token_ * tokens_per_s / (peak_flops_ * world_size_)},
                          {"time_ms", r.time_ms},
+                         {"peak_mib", r.peak_mib},
                          {"skipped", r.skipped},
                          {"nonfinite_total", state_.nonfinite_total}};
   line.update(ranks);
   if (!moe.is_null()) line["moe"] = moe;
   metrics_->write(line);
+  if (tensorboard_) tensorboard_->write_metrics(line);
 }
 
 // Peak memory per rank (expert weights and their optimizer state shrink with

@@ -26,7 +26,10 @@
 #include "train/parallel_plan.h"
 #include "train/progress.h"
 #include "train/run_checkpoint.h"
+#include "train/step_profiler.h"
 #include "train/stop_signal.h"
+#include "train/tensorboard_log.h"
+#include "util/peak_memory.h"
 #include "util/stopwatch.h"
 
 namespace moelab {
@@ -66,7 +69,8 @@ class Trainer {
     bool skipped = false;
     bool stop_requested = false;  // a stop signal reached some rank (agreed by all)
     std::vector<MoeLayerStats> moe_stats;
-    nlohmann::json time_ms;
+    nlohmann::json time_ms;   // per phase (step_phases.h)
+    nlohmann::json peak_mib;  // per phase, where it can be measured
     double seconds = 0;
   };
 
@@ -109,9 +113,12 @@ class Trainer {
   int64_t resumed_step_ = -1;         // -1: a fresh run starts its logs anew
   int64_t nonfinite_test_step_ = -1;  // MOELAB_TEST_NONFINITE_STEP (tests only)
   NonfiniteGuard guard_;
+  PeakMemory peak_memory_;
+  StepProfiler profiler_;
   // Rank 0 only.
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<ValLog> val_log_;
+  std::unique_ptr<TensorBoardLog> tensorboard_;  // unless log.tensorboard = false
   std::unique_ptr<Progress> progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
 };
