@@ -146,20 +146,42 @@ Config config_from_hf(const json& j, const std::string& path) {
   return cfg;
 }
 
+// The weights of a Hugging Face folder: model.safetensors, or the shards that
+// model.safetensors.index.json maps each tensor to (every listed tensor must be
+// in its shard, and no tensor in two).
 std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir) {
   const std::string index = dir + "/model.safetensors.index.json";
   if (!std::filesystem::exists(index)) return read_safetensors(dir + "/model.safetensors");
-  std::set<std::string> files;
+  json parsed;
   try {
-    for (const auto& [name, file] :
-         json::parse(read_text_file(index, "safetensors index")).at("weight_map").items()) {
-      files.insert(file.get<std::string>());
-    }
+    parsed = json::parse(read_text_file(index, "safetensors index"));
   } catch (const json::exception& e) {
-    throw InputError(index + ": " + e.what());
+    throw InputError(index + ": not JSON (" + e.what() + ")");
+  }
+  if (!parsed.is_object() || !parsed.contains("weight_map") || !parsed["weight_map"].is_object()) {
+    throw InputError(index + ": expected an object with a \"weight_map\" object");
+  }
+  std::map<std::string, std::set<std::string>> names_by_file;
+  for (const auto& [name, file] : parsed["weight_map"].items()) {
+    if (!file.is_string())
+      throw InputError(index + ": weight_map[\"" + name + "\"] is not a file name");
+    names_by_file[file.get<std::string>()].insert(name);
   }
   std::map<std::string, torch::Tensor> all;
-  for (const auto& f : files) all.merge(read_safetensors(dir + "/" + f));
+  for (const auto& [file, names] : names_by_file) {
+    const std::string path = dir + "/" + file;
+    for (auto& [name, tensor] : read_safetensors(path)) {
+      if (all.count(name))
+        throw InputError(path + ": tensor '" + name + "' is in another shard too");
+      all[name] = std::move(tensor);
+    }
+    for (const auto& name : names) {
+      if (!all.count(name)) {
+        throw InputError(index + ": tensor '" + name + "' is mapped to " + file +
+                         ", which lacks it");
+      }
+    }
+  }
   return all;
 }
 

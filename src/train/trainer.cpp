@@ -302,6 +302,7 @@ void Trainer::log_step(const StepResult& r) {
                          {"z_loss", r.z_loss},
                          {"grad_norm", r.grad_norm},
                          {"tokens_per_s", tokens_per_s},
+                         {"elapsed_s", wall_.peek() / 1000.0},
                          {"mfu", flops_per_token_ * tokens_per_s / (peak_flops_ * world_size_)},
                          {"time_ms", r.time_ms},
                          {"peak_mib", r.peak_mib},

@@ -3,26 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <fstream>
-#include <string>
+
+#include "util/memory.h"
 
 #ifdef MOELAB_WITH_NCCL
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 namespace moelab {
-namespace {
-
-// VmHWM of /proc/self/status in MiB; NaN if it cannot be read.
-double resident_peak_mib() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  }
-  return NAN;
-}
-
-}  // namespace
 
 PeakMemory::PeakMemory(const torch::Device& device) : device_(device) {}
 
@@ -33,11 +21,7 @@ void PeakMemory::reset() {
     return;
   }
 #endif
-  if (!resettable_) return;
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  if (!clear) {
+  if (resettable_ && !reset_resident_peak()) {
     resettable_ = false;
     spdlog::warn("/proc/self/clear_refs cannot be written: no peak memory per phase");
   }
@@ -52,7 +36,7 @@ double PeakMemory::peak_mib() const {
     return double(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0);
   }
 #endif
-  return resettable_ ? resident_peak_mib() : NAN;
+  return resettable_ ? resident_peak_since_reset_mib() : NAN;
 }
 
 }  // namespace moelab

@@ -1,7 +1,7 @@
 // The peak memory of a stretch of work (a step's phase, for `peak_mib` in
 // metrics.jsonl). On CUDA: the caching allocator's peak of allocated bytes on
 // the device. On the CPU: the process's peak resident set (VmHWM), whose mark
-// writing "5" to /proc/self/clear_refs resets (Linux 4.0+).
+// util/memory.h resets.
 #pragma once
 
 #include <torch/torch.h>

@@ -15,6 +15,11 @@ class Stopwatch {
     last_ = now;
     return ms;
   }
+  // Milliseconds since the previous lap (or construction), without a new lap.
+  double peek() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_)
+        .count();
+  }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();

@@ -4,8 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "convert/convert_test_util.h"
+#include "convert/hf_format.h"
+#include "model/model_test_util.h"
 
 namespace {
 
@@ -46,6 +51,29 @@ TEST(Cli, BadUsageExitsTwo) {
   EXPECT_EQ(moelab("no-such-command").code, 2);
   EXPECT_EQ(moelab("train").code, 2);  // missing CONFIG
   EXPECT_EQ(moelab("train --help").code, 0);
+}
+
+// A hostile safetensors header (a 4 EB tensor) ends `moelab import` with exit 2
+// naming the file and tensor, before anything is allocated.
+TEST(Cli, ImportOfAHostileSafetensorsHeaderExitsTwo) {
+  const std::string dir = testing::TempDir() + "/hostile_import";
+  std::filesystem::remove_all(dir);
+  const moelab::Config cfg = moelab::testing::tiny_config(false);
+  moelab::Transformer model(cfg);
+  moelab::export_hf(moelab::testing::save_model_checkpoint(dir, 1, model, cfg), dir + "/hf");
+  const std::string header =
+      R"({"model.norm.weight": {"dtype": "F32", "shape": [4611686018427387904, 8], )"
+      R"("data_offsets": [0, 64]}})";
+  std::string file(8, '\0');
+  file[0] = char(header.size());
+  std::ofstream(dir + "/hf/model.safetensors", std::ios::binary)
+      << file << header << std::string(64, '\0');
+  Result r = moelab("import " + dir + "/hf --out " + dir + "/imported");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/hf/model.safetensors: tensor 'model.norm.weight': shape"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("terminate"), std::string::npos) << r.output;
 }
 
 }  // namespace
