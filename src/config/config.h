@@ -76,6 +76,8 @@ struct TrainConfig {
   std::vector<int64_t> profile_steps;
   std::string profile_ranks = "rank0";  // "rank0" | "all"
   int64_t memory_snapshot_step = 0;
+  // Recomputed in backward instead of kept: "none", every "full" block, or each "moe" FFN.
+  std::string activation_checkpointing = "none";
 };
 
 struct OptimConfig {

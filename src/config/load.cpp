@@ -270,6 +270,10 @@ void validate(const Config& c, int world_size) {
                 " needs moe.enabled = true (a dense model has no "
                 "experts to split)");
   }
+  require(c.train.activation_checkpointing != "moe" || e.enabled, c,
+          "train.activation_checkpointing",
+          "train.activation_checkpointing = \"moe\" needs moe.enabled = true (a dense model has "
+          "no MoE FFN to recompute)");
   const auto& profiled = c.train.profile_steps;
   require(profiled.empty() || (profiled.size() == 2 && profiled[0] <= profiled[1]), c,
           "train.profile_steps",

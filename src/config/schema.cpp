@@ -228,6 +228,8 @@ std::vector<Field> schema(Config& c) {
           "train.profile_steps", &t.profile_steps, 1,
           "[first, last]: steps traced by LibTorch's profiler into <run>/profile/ ([] = none)"),
       text("train.profile_ranks", &t.profile_ranks, {"rank0", "all"}, "ranks that write a trace"),
+      text("train.activation_checkpointing", &t.activation_checkpointing, {"none", "full", "moe"},
+           "recompute in backward instead of keeping: every block, or each MoE FFN"),
       integer("train.memory_snapshot_step", &t.memory_snapshot_step, 0,
               "cuda: step after which the allocator snapshot is written (0 = none)"),
       real("optim.lr", &o.lr, 0, true, "peak learning rate"),

@@ -1,5 +1,7 @@
 #include "model/moe_layer.h"
 
+#include "model/activation_checkpoint.h"
+
 #include "model/phase_timer.h"
 
 namespace moelab {
@@ -109,7 +111,8 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   } else {
     out.aux_loss = torch::zeros({}, route.probs.options());
   }
-  if (router->bias.defined() && is_training()) {
+  // A recomputation (activation checkpointing) saw this batch already.
+  if (router->bias.defined() && is_training() && !recomputing()) {
     step_load_ = step_load_.defined() ? step_load_ + load : load.clone();
   }
   out.z_loss = z_coef_ * torch::logsumexp(route.logits, -1).pow(2).mean();

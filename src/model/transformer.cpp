@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/linear_cross_entropy.h"
+#include "model/activation_checkpoint.h"
 #include "model/compute.h"
 #include "model/local_dispatcher.h"
 #include "model/phase_timer.h"
@@ -15,6 +16,37 @@ namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+ActivationCheckpointing parse_checkpointing(const std::string& choice) {
+  if (choice == "full") return ActivationCheckpointing::kFull;
+  if (choice == "moe") return ActivationCheckpointing::kMoe;
+  return ActivationCheckpointing::kNone;
+}
+
+using Piece = std::function<torch::Tensor(const torch::Tensor&, ModelOutput&)>;
+
+// piece(x, out) with its activations recomputed in backward (model/
+// activation_checkpoint.h). Its aux and z losses join `out` as outputs of the
+// checkpoint, so their gradients flow through the recomputation; its router
+// statistics join `out` from the first pass only.
+torch::Tensor run_checkpointed(const Piece& piece, const torch::Tensor& x, ModelOutput& out) {
+  auto stats = std::make_shared<std::vector<MoeLayerStats>>();
+  const auto loss_options = out.aux_loss.options();
+  const auto results = checkpointed(
+      [piece, stats, loss_options](const std::vector<torch::Tensor>& in) {
+        ModelOutput part;
+        part.aux_loss = torch::zeros({}, loss_options);
+        part.z_loss = torch::zeros({}, loss_options);
+        auto y = piece(in[0], part);
+        if (!recomputing()) *stats = std::move(part.moe_stats);
+        return std::vector<torch::Tensor>{y, part.aux_loss, part.z_loss};
+      },
+      {x});
+  out.aux_loss = out.aux_loss + results[1];
+  out.z_loss = out.z_loss + results[2];
+  for (auto& s : *stats) out.moe_stats.push_back(std::move(s));
+  return results[0];
 }
 
 }  // namespace
@@ -30,10 +62,42 @@ BlockImpl::BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx) {
   } else {
     ffn = register_module("ffn", SwiGLU(cfg.model.d_model, cfg.model.d_ff));
   }
+  checkpointing_ = parse_checkpointing(cfg.train.activation_checkpointing);
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute_dtype,
                                  ModelOutput& out) {
+  if (checkpointing_ != ActivationCheckpointing::kFull) return forward_block(h, compute_dtype, out);
+  return run_checkpointed(
+      [this, compute_dtype](const torch::Tensor& x, ModelOutput& o) {
+        return forward_block(x, compute_dtype, o);
+      },
+      h, out);
+}
+
+torch::Tensor BlockImpl::forward_moe(const torch::Tensor& ffn_in, c10::ScalarType compute_dtype,
+                                     int64_t seq_len, ModelOutput& out) {
+  if (checkpointing_ != ActivationCheckpointing::kMoe) {
+    return run_moe(ffn_in, compute_dtype, seq_len, out);
+  }
+  return run_checkpointed(
+      [this, compute_dtype, seq_len](const torch::Tensor& x, ModelOutput& o) {
+        return run_moe(x, compute_dtype, seq_len, o);
+      },
+      ffn_in, out);
+}
+
+torch::Tensor BlockImpl::run_moe(const torch::Tensor& ffn_in, c10::ScalarType compute_dtype,
+                                 int64_t seq_len, ModelOutput& out) {
+  auto moe_out = moe->forward(ffn_in, compute_dtype, seq_len);
+  out.aux_loss = out.aux_loss + moe_out.aux_loss;
+  out.z_loss = out.z_loss + moe_out.z_loss;
+  out.moe_stats.push_back(std::move(moe_out.stats));
+  return moe_out.y;
+}
+
+torch::Tensor BlockImpl::forward_block(const torch::Tensor& h, c10::ScalarType compute_dtype,
+                                       ModelOutput& out) {
   torch::Tensor attn_in;
   {
     PhaseScope phase(Phase::kNorm);
@@ -60,11 +124,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute
     ffn_in = ffn_norm->forward(x);  // master dtype: the router needs full precision
   }
   const int64_t d = x.size(-1);
-  auto moe_out = moe->forward(ffn_in.view({-1, d}), compute_dtype, x.size(1));
-  out.aux_loss = out.aux_loss + moe_out.aux_loss;
-  out.z_loss = out.z_loss + moe_out.z_loss;
-  out.moe_stats.push_back(std::move(moe_out.stats));
-  return x + moe_out.y.to(x.scalar_type()).view(x.sizes());
+  const auto y = forward_moe(ffn_in.view({-1, d}), compute_dtype, x.size(1), out);
+  return x + y.to(x.scalar_type()).view(x.sizes());
 }
 
 TransformerImpl::TransformerImpl(const Config& cfg, MoeContext ctx)

@@ -43,6 +43,9 @@ struct MoeContext {  // how MoE layers reach other ranks; default = single rank
   ReduceMean reduce_mean;  // null = local statistics
 };
 
+// What a block recomputes in backward instead of keeping (train.activation_checkpointing).
+enum class ActivationCheckpointing { kNone, kFull, kMoe };
+
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx);
@@ -57,6 +60,17 @@ class BlockImpl : public torch::nn::Module {
   // normalised input (compute dtype) instead of `ffn`, adding any losses to
   // `out`. `moelab convert --method dot` calibrates an MoE in the FFN's place.
   std::function<torch::Tensor(const torch::Tensor& ffn_in, ModelOutput& out)> ffn_override;
+
+ private:
+  torch::Tensor forward_block(const torch::Tensor& h, c10::ScalarType compute_dtype,
+                              ModelOutput& out);
+  // The MoE FFN, checkpointed when train.activation_checkpointing = "moe".
+  torch::Tensor forward_moe(const torch::Tensor& ffn_in, c10::ScalarType compute_dtype,
+                            int64_t seq_len, ModelOutput& out);
+  torch::Tensor run_moe(const torch::Tensor& ffn_in, c10::ScalarType compute_dtype, int64_t seq_len,
+                        ModelOutput& out);
+
+  ActivationCheckpointing checkpointing_ = ActivationCheckpointing::kNone;
 };
 TORCH_MODULE(Block);
 

@@ -194,6 +194,50 @@ TEST_F(TrainerE2E, EvaluationMovesNeitherTheRoutingBiasNorTheCurve) {
   EXPECT_GT(moved, 0) << "no routing bias moved: the test would not see evaluation move one";
 }
 
+// Activation checkpointing recomputes, it does not change: over two ranks with
+// the experts split (the all-to-all runs again in backward) and an aux-free
+// bias, the curve, the router statistics and the bias equal a run without it.
+TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
+  const std::string sets =
+      "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
+      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set parallel.ep=2 ";
+  ASSERT_EQ(run(train("ac_none", sets, 2)), 0) << last_log();
+  const auto none = moelab::load_checkpoint((kRoot / "ac_none/checkpoints/step_00000006").string());
+  const auto metrics = [](const fs::path& run_dir) {
+    std::ifstream in(run_dir / "metrics.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  };
+  for (const char* mode : {"full", "moe"}) {
+    SCOPED_TRACE(mode);
+    const std::string name = std::string("ac_") + mode;
+    ASSERT_EQ(run(train(name, sets + "--set train.activation_checkpointing='\"" + mode + "\"'", 2)),
+              0)
+        << last_log();
+    const auto a = metrics(kRoot / "ac_none"), b = metrics(kRoot / name);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      for (const char* key : {"loss", "grad_norm", "z_loss"}) {
+        EXPECT_NEAR(b[i][key].get<double>(), a[i][key].get<double>(),
+                    1e-6 * std::abs(a[i][key].get<double>()))
+            << key << " at step " << a[i]["step"];
+      }
+      // The statistics of the first pass, not of the recomputation.
+      EXPECT_EQ(b[i]["moe"]["expert_load"], a[i]["moe"]["expert_load"]) << "step " << a[i]["step"];
+    }
+    const auto other =
+        moelab::load_checkpoint((kRoot / name / "checkpoints/step_00000006").string());
+    int biases = 0;
+    for (const auto& [tensor, t] : none.tensors) {
+      if (tensor.find("bias") == std::string::npos) continue;
+      EXPECT_TRUE(torch::allclose(other.tensors.at(tensor), t, 1e-6, 1e-7)) << tensor;
+      ++biases;
+    }
+    EXPECT_GT(biases, 0);
+  }
+}
+
 // The run records how "auto" resolved on this machine, as the log says it.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);

@@ -1,0 +1,58 @@
+// Activation checkpointing changes what is kept, never what is computed: the
+// loss, every gradient and the router statistics equal a run without it.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "model/model_test_util.h"
+#include "model/transformer.h"
+
+namespace moelab {
+namespace {
+
+struct Pass {
+  double loss = 0;
+  std::map<std::string, torch::Tensor> grads;
+  std::vector<MoeLayerStats> stats;
+};
+
+Pass forward_backward(Config cfg, const std::string& checkpointing, const torch::Tensor& tokens) {
+  cfg.train.activation_checkpointing = checkpointing;
+  Transformer model(cfg);
+  const auto out = model->forward(tokens.narrow(1, 0, cfg.model.seq_len),
+                                  tokens.narrow(1, 1, cfg.model.seq_len));
+  (out.lm_loss + out.aux_loss + out.z_loss).backward();
+  Pass pass{(out.lm_loss + out.aux_loss + out.z_loss).item<double>(), {}, out.moe_stats};
+  for (const auto& p : model->named_parameters()) {
+    pass.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : torch::Tensor();
+  }
+  return pass;
+}
+
+class ActivationCheckpointing : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ActivationCheckpointing, SameLossGradientsAndStatsAsWithout) {
+  Config cfg = testing::tiny_config(/*moe=*/true);
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {3, cfg.model.seq_len + 1});
+  const Pass plain = forward_backward(cfg, "none", tokens);
+  const Pass recomputed = forward_backward(cfg, GetParam(), tokens);
+  EXPECT_EQ(plain.loss, recomputed.loss);
+  for (const auto& [name, grad] : plain.grads) {
+    ASSERT_TRUE(grad.defined()) << name;
+    const auto& other = recomputed.grads.at(name);
+    ASSERT_TRUE(other.defined()) << name << " got no gradient";
+    EXPECT_TRUE(torch::allclose(grad, other, 1e-6, 1e-7))
+        << name << ": max difference " << (grad - other).abs().max().item<double>();
+  }
+  ASSERT_EQ(recomputed.stats.size(), plain.stats.size());
+  for (size_t l = 0; l < plain.stats.size(); ++l) {
+    EXPECT_TRUE(torch::equal(plain.stats[l].load, recomputed.stats[l].load)) << "layer " << l;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ActivationCheckpointing, ::testing::Values("full", "moe"));
+
+}  // namespace
+}  // namespace moelab
