@@ -24,12 +24,13 @@ summary() {  # run folder -> "tokens/s peak_MiB"
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")][1:]  # the first step warms up
 done = json.load(open(sys.argv[1] + "/DONE"))
-print(f"{statistics.median(l[\"tokens_per_s\"] for l in lines):.0f} {done[\"peak_resident_mib\"][0]:.0f}")
+tps = statistics.median(l["tokens_per_s"] for l in lines)
+print("%.0f %.0f" % (tps, done["peak_resident_mib"][0]))
 ' "$1"
 }
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps steps"
-printf '%-28s %-6s %10s %10s\n' shape mode "tok/s" "peak MiB"
+printf '%-32s %-6s %10s %10s\n' shape mode "tok/s" "peak MiB"
 for shape in "moe-small (4 layers, batch 16)|" \
   "deep (16 layers, batch 64)|--set model.n_layers=16 --set train.batch_seqs=64"; do
   name=${shape%%|*}
@@ -39,9 +40,9 @@ for shape in "moe-small (4 layers, batch 16)|" \
     "$moelab" train "$root/configs/moe-small.toml" --out "$run" --set data.dir="\"$data\"" \
       --set train.max_steps="$steps" --set train.threads="$threads" --set log.interval=1 \
       --set log.progress='"off"' --set eval.interval=0 --set eval.max_windows=1 \
-      --set log.tensorboard=false --set train.activation_checkpointing="\"$mode\"" \
+      --set optim.warmup_steps=2 --set log.tensorboard=false --set train.activation_checkpointing="\"$mode\"" \
       "${sets[@]}" >"$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
     read -r tps peak <<<"$(summary "$run")"
-    printf '%-28s %-6s %10s %10s\n' "$name" "$mode" "$tps" "$peak"
+    printf '%-32s %-6s %10s %10s\n' "$name" "$mode" "$tps" "$peak"
   done
 done

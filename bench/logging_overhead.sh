@@ -6,7 +6,8 @@
 # each, in one session. A run's speed is its tokens between its first and last
 # metrics lines over the wall time between them (`elapsed_s`), so start-up is
 # left out and the logging itself is counted (a line's own tokens_per_s times
-# its phases only). Prints each pair and the median ratio on/off.
+# its phases only). Prints each pair and the median ratio on/off, then what
+# one write costs (bench_logging) as a share of the run's step.
 #
 # Usage: bench/logging_overhead.sh [steps=60] [rounds=5] [threads=2]
 set -euo pipefail
@@ -28,7 +29,7 @@ tokens_per_s() {
   "$moelab" train "$root/configs/moe-small.toml" --out "$1" --set data.dir="\"$data\"" \
     --set train.max_steps="$steps" --set train.threads="$threads" --set log.interval=1 \
     --set log.progress='"off"' --set eval.interval=0 --set eval.max_windows=1 \
-    --set log.tensorboard="$2" >"$1.log" 2>&1 || { cat "$1.log" >&2; exit 1; }
+    --set optim.warmup_steps=2 --set log.tensorboard="$2" >"$1.log" 2>&1 || { cat "$1.log" >&2; exit 1; }
   "$python" -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -41,10 +42,19 @@ echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps ste
 printf '%-6s %14s %14s %8s\n' round "tb on tok/s" "tb off tok/s" "on/off"
 ratios=()
 for ((r = 1; r <= rounds; r++)); do
-  on=$(tokens_per_s "$out/on$r" true)
-  off=$(tokens_per_s "$out/off$r" false)
+  # Which arm goes first alternates, so a drift of the machine favours neither.
+  if ((r % 2)); then
+    on=$(tokens_per_s "$out/on$r" true)
+    off=$(tokens_per_s "$out/off$r" false)
+  else
+    off=$(tokens_per_s "$out/off$r" false)
+    on=$(tokens_per_s "$out/on$r" true)
+  fi
   ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
   ratios+=("$ratio")
   printf '%-6s %14.0f %14.0f %8s\n' "$r" "$on" "$off" "$ratio"
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "median on/off: %s\n", v[int((NR + 1) / 2)] }'
+# Whole runs on a shared machine vary by more than the logging costs; the cost
+# of the writes themselves, against the same run's step time:
+"${MOELAB_BUILD_DIR:-$root/build}/bin/bench_logging" "$out/on1"
