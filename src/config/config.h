@@ -20,6 +20,9 @@ struct ModelConfig {
   int64_t seq_len = 256;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
+  // RMSNorm on queries and keys before RoPE: "none", per "head" (Qwen3, over
+  // each head's dims) or "full" (OLMoE, over the whole projection).
+  std::string qk_norm = "none";
   bool tie_embeddings = false;
   double init_std = 0.02;
   bool scaled_residual_init = true;  // output projections get std / sqrt(2 * n_layers)

@@ -19,6 +19,8 @@ ParamCounts count_params(const Config& cfg) {
   c.head = m.tie_embeddings ? 0 : m.vocab_size * d;
   c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d);
   c.norms = (2 * layers + 1) * d;
+  if (m.qk_norm == "head") c.norms += layers * 2 * cfg.head_dim();
+  if (m.qk_norm == "full") c.norms += layers * (q_width + kv_width);
   const int64_t swiglu_per_width = 3 * d;  // w1, w3: [h, d]; w2: [d, h]
   if (cfg.moe.enabled) {
     const auto& moe = cfg.moe;

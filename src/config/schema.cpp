@@ -177,6 +177,8 @@ std::vector<Field> schema(Config& c) {
       integer("model.seq_len", &m.seq_len, 1, "context length in tokens"),
       real("model.rope_theta", &m.rope_theta, 0, true, "RoPE base"),
       real("model.norm_eps", &m.norm_eps, 0, true, "RMSNorm epsilon"),
+      text("model.qk_norm", &m.qk_norm, {"none", "head", "full"},
+           "RMSNorm on queries and keys before RoPE: per head (Qwen3) or whole (OLMoE)"),
       flag("model.tie_embeddings", &m.tie_embeddings, "share embedding and output head"),
       real("model.init_std", &m.init_std, 0, true, "std of the normal initialisation"),
       flag("model.scaled_residual_init", &m.scaled_residual_init,

@@ -194,6 +194,11 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
   }
   const Config cfg = parse_config(ckpt.meta["config"].get<std::string>(), checkpoint + "/meta.json",
                                   {"parallel.ep=1", "checkpoint.resume=none"});
+  if (cfg.model.qk_norm != "none") {
+    throw InputError(checkpoint +
+                     ": cannot be written as LlamaForCausalLM or MixtralForCausalLM: " +
+                     "model.qk_norm = \"" + cfg.model.qk_norm + "\" (neither has QK-norm)");
+  }
   if (cfg.moe.enabled) {
     const auto& e = cfg.moe;
     refuse_unless(e.gate == "topk_softmax", checkpoint,

@@ -63,6 +63,13 @@ AttentionImpl::AttentionImpl(const Config& cfg)
   wk = register_parameter("wk", torch::empty({n_kv_heads_ * head_dim_, d}));
   wv = register_parameter("wv", torch::empty({n_kv_heads_ * head_dim_, d}));
   wo = register_parameter("wo", torch::empty({d, n_heads_ * head_dim_}));
+  if (cfg.model.qk_norm != "none") {
+    norm_per_head_ = cfg.model.qk_norm == "head";
+    const int64_t q_dim = norm_per_head_ ? head_dim_ : n_heads_ * head_dim_;
+    const int64_t k_dim = norm_per_head_ ? head_dim_ : n_kv_heads_ * head_dim_;
+    q_norm = register_module("q_norm", RMSNorm(q_dim, cfg.model.norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(k_dim, cfg.model.norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
@@ -73,12 +80,18 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // One split, not a narrow each: a narrow's backward writes a zero gradient
   // the width of all three and adds into it.
   const auto parts = qkv.split_with_sizes({q_width, kv_width, kv_width}, -1);
-  auto heads = [&](const torch::Tensor& part, int64_t n) {
-    return part.view({batch, seq, n, head_dim_}).transpose(1, 2);  // [B, H, S, hd]
+  // QK-norm before RoPE, over the whole projection or over each head's dims
+  // (the last dim either way, before or after the split into heads).
+  auto normed = [&](RMSNorm norm, const torch::Tensor& t, bool per_head) {
+    return norm && norm_per_head_ == per_head ? norm->forward(t, t.scalar_type()) : t;
   };
-  const auto q = apply_rope(heads(parts[0], n_heads_), rope_);
-  const auto k = apply_rope(heads(parts[1], n_kv_heads_), rope_);
-  const auto v = heads(parts[2], n_kv_heads_);
+  auto heads = [&](RMSNorm norm, const torch::Tensor& part, int64_t n) {
+    const auto split = normed(norm, part, false).view({batch, seq, n, head_dim_});
+    return normed(norm, split, true).transpose(1, 2);  // [B, H, S, hd]
+  };
+  const auto q = apply_rope(heads(q_norm, parts[0], n_heads_), rope_);
+  const auto k = apply_rope(heads(k_norm, parts[1], n_kv_heads_), rope_);
+  const auto v = heads(nullptr, parts[2], n_kv_heads_);
   // On the CPU the explicit form, in blocks of 128 queries, each seeing only
   // the keys up to its last (at S = 256, 3/4 of the full scores' FLOPs).
   // Measured on LibTorch 2.15 (bench_model, dense reference step, 2 threads,

@@ -1,11 +1,12 @@
 // Causal multi-head self-attention with RoPE and optional grouped-query heads
 // (n_kv_heads < n_heads: each key/value head serves n_heads / n_kv_heads query
-// heads). No biases.
+// heads), and optional QK-norm (model.qk_norm). No biases.
 #pragma once
 
 #include <torch/torch.h>
 
 #include "config/config.h"
+#include "model/rmsnorm.h"
 #include "model/rope.h"
 
 namespace moelab {
@@ -17,9 +18,12 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor wq, wk, wv, wo;  // [out, in]
+  // model.qk_norm: over head_dim ("head") or over the whole projection ("full").
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
   int64_t n_heads_, n_kv_heads_, head_dim_;
+  bool norm_per_head_ = false;
   RopeTables rope_;
 };
 TORCH_MODULE(Attention);

@@ -100,7 +100,7 @@ TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
   }
 }
 
-// Each of the five things Mixtral cannot express, alone, is refused by name.
+// Each of the things Mixtral cannot express, alone, is refused by name.
 TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
   struct Case {
     std::function<void(Config&)> change;
@@ -115,6 +115,7 @@ TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
        "moe.expert_widths"},
       {[](Config& c) { c.moe.capacity_factor = 1.25; }, "moe.capacity_factor > 0"},
       {[](Config& c) { c.moe.balance = "aux_free"; }, "moe.balance = \"aux_free\""},
+      {[](Config& c) { c.model.qk_norm = "head"; }, "model.qk_norm = \"head\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

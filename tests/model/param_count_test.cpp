@@ -44,6 +44,17 @@ TEST(ParamCount, MoeMatchesModuleAndCountsActiveExperts) {
   EXPECT_EQ(c.total - c.active, c.experts_total - c.experts_active);
 }
 
+TEST(ParamCount, QkNormWeightsAreCounted) {
+  Config cfg = testing::tiny_config(true);  // 4 query heads, 2 key/value heads of 4 dims
+  const int64_t without = count_params(cfg).norms;
+  cfg.model.qk_norm = "head";
+  EXPECT_EQ(count_params(cfg).total, module_params(cfg));
+  EXPECT_EQ(count_params(cfg).norms - without, 2 * (4 + 4));
+  cfg.model.qk_norm = "full";
+  EXPECT_EQ(count_params(cfg).total, module_params(cfg));
+  EXPECT_EQ(count_params(cfg).norms - without, 2 * (16 + 8));
+}
+
 TEST(ParamCount, SharedExpertOfItsOwnWidth) {
   Config cfg = testing::tiny_config(true);
   cfg.moe.d_shared = 5;  // not a multiple of d_expert = 12

@@ -38,6 +38,7 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
           {"rope_theta", m.rope_theta},
           {"norm_eps", m.norm_eps},
           {"tie_embeddings", m.tie_embeddings},
+          {"qk_norm", m.qk_norm},
           {"batch", batch},
           {"seq", seq},
           {"moe",
@@ -166,6 +167,20 @@ TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
   cfg.moe.balance = "none";
   cfg.moe.capacity_factor = 0.75;
   cfg.moe.drop_policy = "score";
+  expect_matches_reference(cfg);
+}
+
+// Qwen3's QK-norm: each head normalised over its own dims (grouped-query heads).
+TEST(Reference, MoeWithQkNormPerHead) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.qk_norm = "head";
+  expect_matches_reference(cfg);
+}
+
+// OLMoE's QK-norm: over the whole query and key projections.
+TEST(Reference, DenseWithQkNormOverTheWholeProjection) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.qk_norm = "full";
   expect_matches_reference(cfg);
 }
 

@@ -50,13 +50,21 @@ def attention(x, p, prefix, cfg):
     q = x @ p[prefix + "wq"].T
     k = x @ p[prefix + "wk"].T
     v = x @ p[prefix + "wv"].T
+    eps = cfg["norm_eps"]
+    if cfg["qk_norm"] == "full":  # OLMoE: over the whole projection
+        q = rms_norm(q, p[prefix + "q_norm.weight"], eps)
+        k = rms_norm(k, p[prefix + "k_norm.weight"], eps)
     seq = x.shape[0]
     mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
     heads = []
     for h in range(n_heads):
         kv = h // (n_heads // n_kv)
-        qh = rope(q[:, h * hd:(h + 1) * hd], cfg["rope_theta"])
-        kh = rope(k[:, kv * hd:(kv + 1) * hd], cfg["rope_theta"])
+        qh, kh = q[:, h * hd:(h + 1) * hd], k[:, kv * hd:(kv + 1) * hd]
+        if cfg["qk_norm"] == "head":  # Qwen3: each head on its own, one weight for all heads
+            qh = rms_norm(qh, p[prefix + "q_norm.weight"], eps)
+            kh = rms_norm(kh, p[prefix + "k_norm.weight"], eps)
+        qh = rope(qh, cfg["rope_theta"])
+        kh = rope(kh, cfg["rope_theta"])
         vh = v[:, kv * hd:(kv + 1) * hd]
         scores = (qh @ kh.T) / math.sqrt(hd)
         scores = scores.masked_fill(mask, float("-inf"))

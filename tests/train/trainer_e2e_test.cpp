@@ -362,7 +362,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MoeVariant{"hetero", "--set 'moe.expert_widths=[48,32,16,32]'"},
                       // 3 batches an epoch: the checkpoint at step 4 lies past an epoch
                       // boundary.
-                      MoeVariant{"data_budget", "--set data.max_unique_tokens=408"}),
+                      MoeVariant{"data_budget", "--set data.max_unique_tokens=408"},
+                      // The model options of the Qwen3/OLMoE family, together.
+                      MoeVariant{"qk_norm", "--set model.qk_norm='\"head\"'"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
