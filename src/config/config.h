@@ -37,6 +37,8 @@ struct MoeConfig {
   int64_t num_shared_experts = 0;
   int64_t d_shared = 0;                  // shared-expert width; 0 = num_shared_experts * d_expert
   std::string gate = "topk_softmax";     // "topk_softmax" (Mixtral) | "full_softmax"
+  std::string score = "softmax";         // "softmax" | "sigmoid" (DeepSeek-V3); router.h
+  double route_scale = 1.0;              // gates times this (DeepSeek's routed_scaling_factor)
   double capacity_factor = 0.0;          // 0 = dropless
   std::string drop_policy = "position";  // "position" | "score": who keeps a full expert's seat
   std::string balance = "switch";        // "switch" | "sequence" | "aux_free" | "none"

@@ -1,5 +1,6 @@
 #include "convert/hf_format.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -201,6 +202,10 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
   }
   if (cfg.moe.enabled) {
     const auto& e = cfg.moe;
+    refuse_unless(e.score == "softmax", checkpoint,
+                  "moe.score = \"" + e.score + "\" (Mixtral's router is a softmax)");
+    refuse_unless(e.route_scale == 1.0, checkpoint,
+                  fmt::format("moe.route_scale = {} (Mixtral has no scale)", e.route_scale));
     refuse_unless(e.gate == "topk_softmax", checkpoint,
                   "moe.gate = \"" + e.gate + "\" (Mixtral renormalises the top-k: topk_softmax)");
     refuse_unless(e.shared_width() == 0, checkpoint, "shared experts (Mixtral has none)");

@@ -15,9 +15,10 @@ MoeLayerImpl::MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> d
       z_coef_(cfg.moe.z_loss_coef),
       bias_rate_(cfg.moe.bias_update_rate) {
   const int64_t d = cfg.model.d_model;
-  router = register_module(
-      "router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate, cfg.moe.capacity_factor,
-                       cfg.moe.drop_policy, balance_ == "aux_free"));
+  router =
+      register_module("router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate,
+                                       cfg.moe.capacity_factor, cfg.moe.drop_policy,
+                                       balance_ == "aux_free", cfg.moe.score, cfg.moe.route_scale));
   const auto ids = dispatcher_->local_expert_ids();
   std::vector<int64_t> widths;
   for (int64_t gid : ids) widths.push_back(cfg.moe.expert_width(gid));
@@ -99,7 +100,7 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
                       static_cast<double>(assignments);
     const auto dropped = (route.kept_ids < 0).sum().to(x.scalar_type()).reshape({1}) /
                          static_cast<double>(assignments);
-    const auto entropy = -(route.probs * torch::log_softmax(route.logits, -1)).sum(-1).mean();
+    const auto entropy = -(route.probs * route.log_probs).sum(-1).mean();
     stats = torch::cat({load, dropped, entropy.reshape({1})});
     if (reduce_mean_) stats = reduce_mean_(stats);
   }

@@ -6,14 +6,27 @@
 #include "util/error.h"
 
 namespace moelab {
+namespace {
+
+torch::Tensor normalised(const torch::Tensor& weights) {
+  return weights / weights.sum(-1, /*keepdim=*/true);
+}
+
+}  // namespace
 
 RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
-                       double capacity_factor, std::string drop_policy, bool selection_bias)
+                       double capacity_factor, std::string drop_policy, bool selection_bias,
+                       std::string score, double route_scale)
     : num_experts_(num_experts),
       top_k_(top_k),
       gate_(std::move(gate)),
       capacity_factor_(capacity_factor),
-      drop_policy_(std::move(drop_policy)) {
+      drop_policy_(std::move(drop_policy)),
+      sigmoid_(score == "sigmoid"),
+      route_scale_(route_scale) {
+  if (score != "softmax" && score != "sigmoid") {
+    throw InputError("moe.score: expected \"softmax\" or \"sigmoid\", got \"" + score + "\"");
+  }
   if (gate_ != "topk_softmax" && gate_ != "full_softmax") {
     throw InputError("moe.gate: expected \"topk_softmax\" or \"full_softmax\", got \"" + gate_ +
                      "\"");
@@ -34,17 +47,30 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
   const auto x_stat = x.scalar_type() == torch::kBFloat16 ? x.to(torch::kFloat32) : x;
   RouterOutput out;
   out.logits = project(x_stat, weight);
-  out.probs = torch::softmax(out.logits, -1);
-  // The choice only: gates take their gradient through the gather below.
-  auto scores = out.logits.detach();
-  if (bias.defined()) scores = scores + bias.to(scores.scalar_type());
-  const auto top_ids = std::get<1>(scores.topk(top_k_, -1));
+  torch::Tensor scores;
+  if (sigmoid_) {
+    scores = torch::sigmoid(out.logits);
+    const auto total = scores.sum(-1, /*keepdim=*/true);
+    out.probs = scores / total;
+    out.log_probs = torch::log_sigmoid(out.logits) - total.log();
+  } else {
+    scores = out.probs = torch::softmax(out.logits, -1);
+    out.log_probs = torch::log_softmax(out.logits, -1);
+  }
+  // The choice only: gates take their gradient through the gather below. A
+  // selection bias shifts the logits (softmax) or the sigmoid scores
+  // (DeepSeek-V3); unbiased, both order experts as the logits do.
+  auto choice = sigmoid_ ? scores.detach() : out.logits.detach();
+  if (bias.defined()) choice = choice + bias.to(choice.scalar_type());
+  const auto top_ids = std::get<1>(choice.topk(top_k_, -1));
   out.expert_ids = top_ids;
   if (gate_ == "topk_softmax") {
-    out.gates = torch::softmax(out.logits.gather(-1, top_ids), -1);
+    out.gates = sigmoid_ ? normalised(scores.gather(-1, top_ids))
+                         : torch::softmax(out.logits.gather(-1, top_ids), -1);
   } else {
-    out.gates = out.probs.gather(-1, top_ids);
+    out.gates = scores.gather(-1, top_ids);
   }
+  if (route_scale_ != 1.0) out.gates = out.gates * route_scale_;
   if (capacity_factor_ > 0) {
     const int64_t assignments = x.size(0) * top_k_;
     const auto capacity = static_cast<int64_t>(

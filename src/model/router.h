@@ -1,12 +1,17 @@
-// MoE router: logits = x Wr^T (Linear(d, E), no bias), probabilities by an
-// fp32 softmax, top-k experts per token.
+// MoE router: logits = x Wr^T (Linear(d, E), no bias) in fp32, scores, top-k
+// experts per token by score.
 //
-// Gate weights of the k selected experts:
-//   "topk_softmax"   softmax over the k selected logits (Mixtral);
-//   "full_softmax"   the full-softmax probabilities of the k selected experts as
-//                    they are (Switch/GShard style): they sum to less than 1.
-// Re-normalising "full_softmax" over the k would give "topk_softmax" exactly
-// (p_i / sum_sel p_j = exp(l_i) / sum_sel exp(l_j)), so that is not an option.
+// Scores (moe.score): "softmax" over the experts (Mixtral, Switch), or
+// "sigmoid" of each logit on its own (DeepSeek-V3), whose affinities do not
+// compete. `probs`, what load balancing, statistics and score-ordered dropping
+// read, is the softmax, or the sigmoid scores normalised to sum to 1 per token
+// (DeepSeek-V3's s').
+//
+// Gate weights of the k selected experts, times moe.route_scale:
+//   "topk_softmax"   the k selected scores normalised to sum to 1: for softmax
+//                    scores a softmax over the k selected logits (Mixtral);
+//   "full_softmax"   the k selected scores as they are (Switch/GShard style):
+//                    they sum to less than 1.
 //
 // Capacity (capacity_factor > 0): each expert takes at most
 // ceil(capacity_factor * T * k / E) assignments. drop_policy "position" admits
@@ -15,9 +20,9 @@
 // capacity get expert id -1 and contribute nothing (the token keeps its residual).
 //
 // Selection bias (moe.balance = "aux_free", as in DeepSeek-V3): a per-expert
-// bias, a buffer without gradient, is added to the logits for the top-k choice
-// only; gates come from the unbiased logits. MoeLayer moves it after each
-// optimizer step towards balanced load.
+// bias, a buffer without gradient, is added to the logits (softmax) or to the
+// sigmoid scores for the top-k choice only; gates come from the unbiased scores. MoeLayer moves it
+// after each optimizer step towards balanced load.
 #pragma once
 
 #include <torch/torch.h>
@@ -28,7 +33,8 @@ namespace moelab {
 
 struct RouterOutput {
   torch::Tensor logits;      // [T, E] fp32 (or double)
-  torch::Tensor probs;       // [T, E] full softmax
+  torch::Tensor probs;       // [T, E] a distribution over experts per token (above)
+  torch::Tensor log_probs;   // [T, E] its log, computed stably
   torch::Tensor expert_ids;  // [T, k] int64, the router's choice (before capacity)
   torch::Tensor kept_ids;    // [T, k] int64, expert_ids with dropped assignments set to -1
   torch::Tensor gates;       // [T, k] gate weights, differentiable
@@ -38,7 +44,7 @@ class RouterImpl : public torch::nn::Module {
  public:
   RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
              double capacity_factor, std::string drop_policy = "position",
-             bool selection_bias = false);
+             bool selection_bias = false, std::string score = "softmax", double route_scale = 1.0);
   // x: [T, d]; the router computes in x's dtype promoted to at least fp32.
   RouterOutput forward(const torch::Tensor& x);
 
@@ -53,6 +59,8 @@ class RouterImpl : public torch::nn::Module {
   std::string gate_;
   double capacity_factor_;
   std::string drop_policy_;
+  bool sigmoid_;
+  double route_scale_;
 };
 TORCH_MODULE(Router);
 

@@ -116,6 +116,8 @@ TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
       {[](Config& c) { c.moe.capacity_factor = 1.25; }, "moe.capacity_factor > 0"},
       {[](Config& c) { c.moe.balance = "aux_free"; }, "moe.balance = \"aux_free\""},
       {[](Config& c) { c.model.qk_norm = "head"; }, "model.qk_norm = \"head\""},
+      {[](Config& c) { c.moe.score = "sigmoid"; }, "moe.score = \"sigmoid\""},
+      {[](Config& c) { c.moe.route_scale = 2.5; }, "moe.route_scale = 2.5"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

@@ -47,6 +47,8 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"top_k", cfg.moe.top_k},
             {"shared_width", cfg.moe.shared_width()},
             {"gate", cfg.moe.gate},
+            {"score", cfg.moe.score},
+            {"route_scale", cfg.moe.route_scale},
             {"capacity_factor", cfg.moe.capacity_factor},
             {"drop_policy", cfg.moe.drop_policy},
             {"balance", cfg.moe.balance},
@@ -167,6 +169,24 @@ TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
   cfg.moe.balance = "none";
   cfg.moe.capacity_factor = 0.75;
   cfg.moe.drop_policy = "score";
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V3's router: sigmoid scores, gates normalised over the chosen k and
+// scaled, with a Switch loss on the normalised scores.
+TEST(Reference, MoeSigmoidScoresWithRouteScale) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.score = "sigmoid";
+  cfg.moe.route_scale = 2.5;
+  expect_matches_reference(cfg);
+}
+
+// Sigmoid scores as they are (no normalisation), the bias shifting the scores.
+TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.score = "sigmoid";
+  cfg.moe.gate = "full_softmax";
+  cfg.moe.balance = "aux_free";
   expect_matches_reference(cfg);
 }
 

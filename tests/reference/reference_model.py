@@ -82,19 +82,25 @@ def moe(x, p, prefix, cfg):
     n_exp, k = m["num_experts"], m["top_k"]
     tokens = x.shape[0]
     logits = x @ p[prefix + "router.weight"].T
-    probs = torch.softmax(logits, dim=-1)
+    if m["score"] == "sigmoid":  # DeepSeek-V3: an affinity per expert, normalised for balancing
+        scores = torch.sigmoid(logits)
+        probs = scores / scores.sum(dim=-1, keepdim=True)
+        choice = scores.detach()
+    else:
+        scores = probs = torch.softmax(logits, dim=-1)
+        choice = logits.detach()
     # An "aux_free" routing bias steers the choice only, never the gates.
-    choice = logits.detach()
     if prefix + "router.bias" in p:
         choice = choice + p[prefix + "router.bias"].detach()
     top_idx = torch.topk(choice, k, dim=-1).indices
-    top_val = torch.gather(logits, 1, top_idx)
-    if m["gate"] == "topk_softmax":
-        gates = torch.softmax(top_val, dim=-1)
-    elif m["gate"] == "full_softmax":  # the selected experts' probabilities, not re-normalised
-        gates = torch.gather(probs, 1, top_idx)
+    top_scores = torch.gather(scores, 1, top_idx)
+    if m["gate"] == "topk_softmax":  # the chosen scores, normalised over the k
+        gates = top_scores / top_scores.sum(dim=-1, keepdim=True)
+    elif m["gate"] == "full_softmax":  # the selected experts' scores, not re-normalised
+        gates = top_scores
     else:
         raise ValueError("unknown gate " + m["gate"])
+    gates = gates * m["route_scale"]
     # Admission order: token order, or by descending router probability.
     assignments = [(t, slot) for t in range(tokens) for slot in range(k)]
     if m["drop_policy"] == "score":

@@ -363,8 +363,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // 3 batches an epoch: the checkpoint at step 4 lies past an epoch
                       // boundary.
                       MoeVariant{"data_budget", "--set data.max_unique_tokens=408"},
-                      // The model options of the Qwen3/OLMoE family, together.
-                      MoeVariant{"qk_norm", "--set model.qk_norm='\"head\"'"}),
+                      // The model options of the Qwen3 and DeepSeek-V3 families, together.
+                      MoeVariant{"qk_norm_sigmoid",
+                                 "--set model.qk_norm='\"head\"' --set moe.score='\"sigmoid\"' "
+                                 "--set moe.route_scale=2.5 --set moe.balance=aux_free "
+                                 "--set moe.bias_update_rate=0.05"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
