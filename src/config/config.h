@@ -53,6 +53,16 @@ struct MoeConfig {
   }
   // The width of the one always-on SwiGLU (0: none).
   int64_t shared_width() const { return d_shared > 0 ? d_shared : num_shared_experts * d_expert; }
+  // Which layers are MoE (the rest are dense SwiGLUs of model.d_ff): after the
+  // first `first_dense_layers`, every `layer_interval`-th, counting so that the
+  // last of each group is MoE (DeepSeek's first_k_dense_replace, Qwen's
+  // decoder_sparse_step: layer l is MoE when (l - first + 1) % interval == 0).
+  int64_t first_dense_layers = 0;
+  int64_t layer_interval = 1;
+  bool is_moe_layer(int64_t layer) const {
+    return enabled && layer >= first_dense_layers &&
+           (layer - first_dense_layers + 1) % layer_interval == 0;
+  }
 };
 
 struct DataConfig {
@@ -147,6 +157,11 @@ struct Config {
 
   int64_t kv_heads() const { return model.n_kv_heads > 0 ? model.n_kv_heads : model.n_heads; }
   int64_t head_dim() const { return model.d_model / model.n_heads; }
+  int64_t moe_layers() const {
+    int64_t n = 0;
+    for (int64_t l = 0; l < model.n_layers; ++l) n += moe.is_moe_layer(l);
+    return n;
+  }
 };
 
 }  // namespace moelab

@@ -251,6 +251,11 @@ void validate(const Config& c, int world_size) {
   require(m.n_kv_heads <= m.n_heads && m.n_heads % c.kv_heads() == 0, c, "model.n_kv_heads",
           kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
   if (e.enabled) {
+    require(c.moe_layers() > 0, c,
+            e.first_dense_layers >= m.n_layers ? "moe.first_dense_layers" : "moe.layer_interval",
+            kv("moe.first_dense_layers", e.first_dense_layers) + " and " +
+                kv("moe.layer_interval", e.layer_interval) + " leave no MoE layer among " +
+                kv("model.n_layers", m.n_layers));
     require(e.top_k <= e.num_experts, c, "moe.top_k",
             kv("moe.top_k", e.top_k) + " must be <= " + kv("moe.num_experts", e.num_experts));
     require(

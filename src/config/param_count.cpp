@@ -22,20 +22,20 @@ ParamCounts count_params(const Config& cfg) {
   if (m.qk_norm == "head") c.norms += layers * 2 * cfg.head_dim();
   if (m.qk_norm == "full") c.norms += layers * (q_width + kv_width);
   const int64_t swiglu_per_width = 3 * d;  // w1, w3: [h, d]; w2: [d, h]
-  if (cfg.moe.enabled) {
+  const int64_t moe_layers = cfg.moe_layers();
+  if (moe_layers > 0) {
     const auto& moe = cfg.moe;
-    c.router = layers * d * moe.num_experts;
+    c.router = moe_layers * d * moe.num_experts;
     int64_t widths = 0;
     for (int64_t e = 0; e < moe.num_experts; ++e) widths += moe.expert_width(e);
-    c.experts_total = layers * swiglu_per_width * widths;
+    c.experts_total = moe_layers * swiglu_per_width * widths;
     // Heterogeneous experts: what a token activates on average under uniform
     // routing (top_k times the mean width), rounded to whole units.
-    c.experts_active =
-        layers * swiglu_per_width * ((moe.top_k * widths + moe.num_experts / 2) / moe.num_experts);
-    c.shared_experts = layers * swiglu_per_width * moe.shared_width();
-  } else {
-    c.dense_ffn = layers * swiglu_per_width * m.d_ff;
+    c.experts_active = moe_layers * swiglu_per_width *
+                       ((moe.top_k * widths + moe.num_experts / 2) / moe.num_experts);
+    c.shared_experts = moe_layers * swiglu_per_width * moe.shared_width();
   }
+  c.dense_ffn = (layers - moe_layers) * swiglu_per_width * m.d_ff;
   const int64_t always =
       c.embedding + c.head + c.attention + c.norms + c.dense_ffn + c.router + c.shared_experts;
   c.total = always + c.experts_total;
@@ -126,7 +126,7 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
   moe.parallel.ep = 1;
   moe.moe.d_expert = 0;
   const int64_t fixed = count_params(moe).total;
-  const int64_t per_unit = 3 * moe.model.d_model * moe.model.n_layers * num_experts;
+  const int64_t per_unit = 3 * moe.model.d_model * moe.moe_layers() * num_experts;
   if (target_total - fixed < per_unit) {
     throw InputError(fmt::format(
         "a total of {} parameters leaves no room for {} experts of width >= 1 ({} are outside "

@@ -13,7 +13,7 @@ struct ParamCounts {
   int64_t embedding = 0;
   int64_t attention = 0;  // all layers
   int64_t norms = 0;      // 2 per layer + final, and the QK-norms
-  int64_t dense_ffn = 0;  // dense models only
+  int64_t dense_ffn = 0;  // the dense layers' FFNs (all layers of a dense model)
   int64_t router = 0;
   int64_t experts_total = 0;   // all routed experts
   int64_t experts_active = 0;  // top_k experts per token (heterogeneous: of mean width)

@@ -56,6 +56,11 @@ Config moe_config_from_dense(const Config& dense, MoeConfig moe, int64_t experts
   moe.d_expert = d_expert;
   moe.expert_widths.clear();
   cfg.moe = moe;
+  if (cfg.moe_layers() != cfg.model.n_layers) {
+    throw InputError(
+        "moe.first_dense_layers / moe.layer_interval: converting a dense model into an MoE that "
+        "keeps dense layers is not supported; every layer becomes MoE");
+  }
   cfg.parallel.ep = 1;
   cfg.checkpoint.resume = "auto";
   validate(cfg);

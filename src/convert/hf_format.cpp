@@ -202,6 +202,9 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
   }
   if (cfg.moe.enabled) {
     const auto& e = cfg.moe;
+    refuse_unless(cfg.moe_layers() == cfg.model.n_layers, checkpoint,
+                  "dense layers among the MoE layers (moe.first_dense_layers, "
+                  "moe.layer_interval; Mixtral's are all MoE)");
     refuse_unless(e.score == "softmax", checkpoint,
                   "moe.score = \"" + e.score + "\" (Mixtral's router is a softmax)");
     refuse_unless(e.route_scale == 1.0, checkpoint,

@@ -55,7 +55,7 @@ BlockImpl::BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx) {
   attn_norm = register_module("attn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
   attn = register_module("attn", Attention(cfg));
   ffn_norm = register_module("ffn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
-  if (cfg.moe.enabled) {
+  if (cfg.moe.is_moe_layer(layer)) {
     auto dispatcher = ctx.make_dispatcher ? ctx.make_dispatcher(layer)
                                           : std::make_shared<LocalDispatcher>(cfg.moe.num_experts);
     moe = register_module("moe", MoeLayer(cfg, std::move(dispatcher), ctx.reduce_mean));

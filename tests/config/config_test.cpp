@@ -187,6 +187,18 @@ const BadCase kBadCases[] = {
      {},
      0,
      "bad.toml:4:1: moe.top_k = 3 must be <= moe.num_experts = 2"},
+    {"no_moe_layer_left",
+     "[model]\nn_layers = 2\n[moe]\nenabled = true\nfirst_dense_layers = 2\n",
+     {},
+     0,
+     "bad.toml:5:1: moe.first_dense_layers = 2 and moe.layer_interval = 1 leave no MoE layer "
+     "among model.n_layers = 2"},
+    {"moe_checkpointing_on_a_dense_model",
+     "[train]\nactivation_checkpointing = \"moe\"\n",
+     {},
+     0,
+     "bad.toml:2:1: train.activation_checkpointing = \"moe\" needs moe.enabled = true (a dense "
+     "model has no MoE FFN to recompute)"},
     {"ep_not_dividing_experts",
      "[moe]\nenabled = true\n[parallel]\nep = 3\n",
      {},

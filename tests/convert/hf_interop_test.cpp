@@ -118,6 +118,7 @@ TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
       {[](Config& c) { c.model.qk_norm = "head"; }, "model.qk_norm = \"head\""},
       {[](Config& c) { c.moe.score = "sigmoid"; }, "moe.score = \"sigmoid\""},
       {[](Config& c) { c.moe.route_scale = 2.5; }, "moe.route_scale = 2.5"},
+      {[](Config& c) { c.moe.first_dense_layers = 1; }, "dense layers among the MoE layers"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

@@ -44,6 +44,20 @@ TEST(ParamCount, MoeMatchesModuleAndCountsActiveExperts) {
   EXPECT_EQ(c.total - c.active, c.experts_total - c.experts_active);
 }
 
+TEST(ParamCount, MixedStacksCountEachLayerAsWhatItIs) {
+  Config cfg = testing::tiny_config(true);  // d 16, d_ff 24, 4 experts of 12, top-2
+  cfg.model.n_layers = 5;
+  cfg.moe.first_dense_layers = 1;
+  cfg.moe.layer_interval = 2;  // layers 2 and 4 MoE; 0, 1, 3 dense
+  EXPECT_EQ(cfg.moe_layers(), 2);
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  EXPECT_EQ(c.dense_ffn, 3 * 3 * 16 * 24);
+  EXPECT_EQ(c.experts_total, 2 * 4 * 3 * 16 * 12);
+  EXPECT_EQ(c.experts_active, 2 * 2 * 3 * 16 * 12);
+  EXPECT_EQ(c.router, 2 * 16 * 4);
+}
+
 TEST(ParamCount, QkNormWeightsAreCounted) {
   Config cfg = testing::tiny_config(true);  // 4 query heads, 2 key/value heads of 4 dims
   const int64_t without = count_params(cfg).norms;

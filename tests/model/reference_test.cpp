@@ -48,6 +48,8 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"shared_width", cfg.moe.shared_width()},
             {"gate", cfg.moe.gate},
             {"score", cfg.moe.score},
+            {"first_dense_layers", cfg.moe.first_dense_layers},
+            {"layer_interval", cfg.moe.layer_interval},
             {"route_scale", cfg.moe.route_scale},
             {"capacity_factor", cfg.moe.capacity_factor},
             {"drop_policy", cfg.moe.drop_policy},
@@ -187,6 +189,16 @@ TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
   cfg.moe.score = "sigmoid";
   cfg.moe.gate = "full_softmax";
   cfg.moe.balance = "aux_free";
+  expect_matches_reference(cfg);
+}
+
+// A mixed stack: the first layer dense (DeepSeek's first_k_dense_replace), then
+// every second layer MoE (Qwen's decoder_sparse_step): layers 0 and 1 dense, 2 MoE.
+TEST(Reference, DenseLayersAmongMoeLayers) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.n_layers = 3;
+  cfg.moe.first_dense_layers = 1;
+  cfg.moe.layer_interval = 2;
   expect_matches_reference(cfg);
 }
 

@@ -165,7 +165,10 @@ def forward(p, cfg, tokens, targets):
         a = rms_norm(h, p[pre + "attn_norm.weight"], eps)
         h = h + torch.stack([attention(a[b], p, pre + "attn.", cfg) for b in range(batch)])
         f_in = rms_norm(h, p[pre + "ffn_norm.weight"], eps)
-        if cfg["moe"]["enabled"]:
+        m = cfg["moe"]
+        is_moe = (m["enabled"] and layer >= m["first_dense_layers"]
+                  and (layer - m["first_dense_layers"] + 1) % m["layer_interval"] == 0)
+        if is_moe:
             y, aux, z = moe(f_in.reshape(batch * seq, -1), p, pre + "moe.", cfg)
             h = h + y.reshape(batch, seq, -1)
             aux_total = aux_total + aux

@@ -367,7 +367,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MoeVariant{"qk_norm_sigmoid",
                                  "--set model.qk_norm='\"head\"' --set moe.score='\"sigmoid\"' "
                                  "--set moe.route_scale=2.5 --set moe.balance=aux_free "
-                                 "--set moe.bias_update_rate=0.05"}),
+                                 "--set moe.bias_update_rate=0.05"},
+                      // A mixed stack: layer 0 dense, layer 1 MoE (experts still by global id).
+                      MoeVariant{"first_dense", "--set moe.first_dense_layers=1"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
