@@ -1,6 +1,6 @@
 // The phases of one training step, one after another: each one's wall time
-// (`time_ms` in metrics.jsonl), peak memory (`peak_mib`) and a range of the same
-// name in profiler traces.
+// (`time_ms` in metrics.jsonl), peak memory (`peak_mib`, when given a meter) and
+// a range of the same name in profiler traces.
 #pragma once
 
 #include <cmath>
@@ -15,11 +15,12 @@ namespace moelab {
 
 class StepPhases {
  public:
-  explicit StepPhases(PeakMemory& memory) : memory_(memory) {}
+  // `memory` null: no peak_mib (the step is not logged).
+  explicit StepPhases(PeakMemory* memory) : memory_(memory) {}
   // Ends the open phase, if any, and opens `name` (a string literal).
   void begin(const char* name) {
     end();
-    memory_.reset();
+    if (memory_) memory_->reset();
     watch_.lap();
     name_ = name;
     range_.emplace(name);
@@ -28,7 +29,7 @@ class StepPhases {
     if (!name_) return;
     range_.reset();
     time_ms[name_] = watch_.lap();
-    const double peak = memory_.peak_mib();
+    const double peak = memory_ ? memory_->peak_mib() : NAN;
     if (!std::isnan(peak)) peak_mib[name_] = peak;
     name_ = nullptr;
   }
@@ -37,7 +38,7 @@ class StepPhases {
   nlohmann::json peak_mib = nlohmann::json::object();
 
  private:
-  PeakMemory& memory_;
+  PeakMemory* memory_;
   Stopwatch watch_;
   const char* name_ = nullptr;
   std::optional<TraceScope> range_;

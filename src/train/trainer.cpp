@@ -169,7 +169,8 @@ TrainSummary Trainer::train() {
 Trainer::StepResult Trainer::train_step() {
   StepResult result;
   CollectiveWatchdog::set_step(state_.step + 1);
-  StepPhases phases(peak_memory_);
+  // Peak memory costs /proc reads per phase: measured only where it is logged.
+  StepPhases phases(logged(state_.step + 1) ? &peak_memory_ : nullptr);
   phases.begin("data");
   // The update about to be applied, counted from 1.
   result.lr = schedule_.at(state_.step + 1);
@@ -282,8 +283,12 @@ void Trainer::checkpoint() {
                       plan_.expert_parameters(), buffers_, *optimizer_, state_);
 }
 
+bool Trainer::logged(int64_t step) const {
+  return every(cfg_.log.interval, step) || step == cfg_.train.max_steps;
+}
+
 void Trainer::log_step(const StepResult& r) {
-  const bool log_now = every(cfg_.log.interval, state_.step) || state_.step == cfg_.train.max_steps;
+  const bool log_now = logged(state_.step);
   // Collective: every rank takes part in these reductions.
   const nlohmann::json moe = log_now ? moe_metrics(r.moe_stats, plan_.control()) : nullptr;
   const nlohmann::json ranks =

@@ -91,6 +91,8 @@ class Trainer {
   void checkpoint();
   // After a stop signal: the checkpoint at this step (unless `saved` already).
   void stop_for_resume(bool saved);
+  // Whether step `step` (counted from 1) writes a metrics line.
+  bool logged(int64_t step) const;
   void log_step(const StepResult& result);
   void finish(TrainSummary& summary);
 
