@@ -13,6 +13,10 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
 find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
+# PCRE2 (UTF, Unicode properties, JIT) runs the pre-tokenizer regexes of
+# tokenizer.json and tiktoken tokenizers.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # SentencePiece is not linked: Debian's libsentencepiece carries its own
 # protobuf-lite 3.14, which cannot share a process with LibTorch's protobuf 3.21
 # (version checks fail or static initialisation crashes). The tokenizer runs
@@ -31,7 +35,7 @@ target_include_directories(moelab_deps SYSTEM BEFORE INTERFACE ${_fmt_first})
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
   spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB
-  ${XXHASH_LIBRARY})
+  ${XXHASH_LIBRARY} PkgConfig::PCRE2)
 target_include_directories(moelab_deps SYSTEM INTERFACE
   ${TORCH_INCLUDE_DIRS} ${HDF5_C_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIR})
 # Only MPI's C API is used; without these, <mpi.h> drags in the C++ bindings.

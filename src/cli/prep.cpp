@@ -75,7 +75,14 @@ void add_prep_command(CLI::App& root) {
   sub->add_option("--tokenizer-sample-docs", prep.tokenizer_sample_docs,
                   "Documents sampled to train the tokenizer")
       ->capture_default_str();
-  sub->add_option("--tokenizer", prep.tokenizer_model, "Use this SentencePiece .model");
+  sub->add_option("--tokenizer", prep.tokenizer_model,
+                  "Use this tokenizer instead of training one: a SentencePiece .model, a Hugging "
+                  "Face tokenizer.json (BPE) or a .tiktoken file");
+  sub->add_option("--eos-token", prep.tokenizer_settings.eos_token,
+                  "Token that ends each document (tokenizer.json: overrides the file's own; "
+                  ".tiktoken: required, numbered after the last rank)");
+  sub->add_option("--tiktoken-pattern", prep.tokenizer_settings.tiktoken_pattern,
+                  "Split regex of a .tiktoken file: gpt2, cl100k, o200k or a regex");
   sub->add_option("--shard-tokens", prep.shard_tokens, "Target tokens per shard")
       ->capture_default_str();
   sub->add_option("--seed", prep.seed, "Seed for the validation carve-out and tokenizer sample")

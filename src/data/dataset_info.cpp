@@ -6,6 +6,7 @@
 #include "data/manifest.h"
 #include "data/shard_format.h"
 #include "data/shard_reader.h"
+#include "data/tokenizer.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -28,11 +29,11 @@ DatasetInfo read_dataset_info(const std::string& dataset_dir, const std::string&
   if (manifest.vocab_size <= 0 || manifest.eos_id < 0 || manifest.eos_id >= manifest.vocab_size) {
     throw InputError(path + ": vocab_size/eos_id are not a valid pair");
   }
-  const fs::path tokenizer = fs::path(dataset_dir) / "tokenizer.model";
-  if (fs::exists(tokenizer) &&
-      checksum_hex(xxhash64_file(tokenizer.string())) != manifest.tokenizer_checksum) {
-    throw InputError(tokenizer.string() + ": checksum differs from the tokenizer_checksum in " +
-                     path + " (dataset folder mixes two preparations?)");
+  const std::optional<std::string> tokenizer = Tokenizer::dataset_checksum(dataset_dir);
+  if (tokenizer && *tokenizer != manifest.tokenizer_checksum) {
+    throw InputError(dataset_dir +
+                     ": the tokenizer's checksum differs from the tokenizer_checksum in " + path +
+                     " (dataset folder mixes two preparations?)");
   }
   info.vocab_size = manifest.vocab_size;
   info.eos_id = manifest.eos_id;

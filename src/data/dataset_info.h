@@ -23,7 +23,7 @@ struct DatasetInfo {
 };
 
 // Reads and validates <dataset_dir>/<split>/manifest.json (format version,
-// fields, shard files present, tokenizer.model checksum if the file exists).
+// fields, shard files present, tokenizer file checksum if the dataset holds one).
 // InputError naming the file on problems.
 DatasetInfo read_dataset_info(const std::string& dataset_dir, const std::string& split);
 

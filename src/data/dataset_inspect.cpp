@@ -52,8 +52,7 @@ std::string inspect_dataset(const std::string& dataset_dir) {
   const DatasetInfo& first = splits.front();
   report << "  vocab size " << first.vocab_size << ", eos id " << first.eos_id
          << ", tokenizer checksum " << first.tokenizer_checksum << "\n";
-  const std::string model_path = (fs::path(dataset_dir) / "tokenizer.model").string();
-  const Tokenizer tokenizer = Tokenizer::from_file(model_path);
+  const Tokenizer tokenizer = Tokenizer::from_dataset(dataset_dir);
   report << "  first " << first.split << " document:\n"
          << first_document_text(first, tokenizer) << "\n";
   return report.str();

@@ -77,6 +77,8 @@ json prep_record(const PrepOptions& options, const std::vector<std::string>& tra
       {"text_field", corpus.text_field},
       {"on_bad_json", corpus.on_bad_json == BadJsonPolicy::kSkip ? "skip" : "fail"},
       {"tokenizer_model", options.tokenizer_model},
+      {"eos_token", options.tokenizer_settings.eos_token},
+      {"tiktoken_pattern", options.tokenizer_settings.tiktoken_pattern},
       {"vocab_size", options.tokenizer.vocab_size},
       {"character_coverage", options.tokenizer.character_coverage},
       {"byte_fallback", options.tokenizer.byte_fallback},
@@ -107,9 +109,8 @@ void prepare_output_dir(const PrepOptions& options, const json& record) {
                        "to replace it");
     }
   }
-  for (const char* entry : {"train", "val", "tokenizer.model", "prep.json"}) {
-    fs::remove_all(out / entry);
-  }
+  for (const char* entry : {"train", "val", "prep.json"}) fs::remove_all(out / entry);
+  for (const std::string& entry : Tokenizer::dataset_file_names()) fs::remove_all(out / entry);
   fs::create_directories(out);
 }
 
@@ -127,11 +128,11 @@ void on_root(const RankGroup& group, Work work) {
   group.throw_if_any_failed(error);
 }
 
-std::string tokenizer_bytes(const PrepOptions& options, const RankGroup& group,
-                            const std::vector<std::string>& train_files,
-                            const std::vector<bool>& is_validation) {
+Tokenizer make_tokenizer(const PrepOptions& options, const RankGroup& group,
+                         const std::vector<std::string>& train_files,
+                         const std::vector<bool>& is_validation) {
   if (!options.tokenizer_model.empty()) {
-    return Tokenizer::from_file(options.tokenizer_model).serialized();
+    return Tokenizer::from_file(options.tokenizer_model, options.tokenizer_settings);
   }
   std::string model;
   on_root(group, [&] {
@@ -145,7 +146,7 @@ std::string tokenizer_bytes(const PrepOptions& options, const RankGroup& group,
     model = train_tokenizer(sample, options.tokenizer);
   });
   group.broadcast(&model);
-  return model;
+  return Tokenizer(model, "trained tokenizer");
 }
 
 int64_t total_bytes(const std::vector<std::string>& files) {
@@ -173,19 +174,17 @@ PrepSummary run_prep(const PrepOptions& options, MPI_Comm comm) {
         choose_validation_documents(count_documents(train_files, options.corpus),
                                     options.val_fraction, options.val_count, options.seed);
   }
-  const std::string model = tokenizer_bytes(options, group, train_files, is_validation);
-  const Tokenizer tokenizer(
-      model, options.tokenizer_model.empty() ? "trained tokenizer" : options.tokenizer_model);
+  const Tokenizer tokenizer = make_tokenizer(options, group, train_files, is_validation);
   const fs::path out(options.out_dir);
   ShardHeader header;
   header.vocab_size = tokenizer.vocab_size();
   header.eos_id = tokenizer.eos_id();
-  header.tokenizer_checksum = checksum_hex(xxhash64_bytes(model));
+  header.tokenizer_checksum = tokenizer.checksum();
 
   std::unique_ptr<ShardSink> train_sink;
   std::unique_ptr<ShardSink> val_sink;
   on_root(group, [&] {
-    write_file_atomically((out / "tokenizer.model").string(), model);
+    tokenizer.save_to_dataset(out.string());
     header.split = "train";
     train_sink =
         std::make_unique<ShardSink>((out / "train").string(), header, options.shard_tokens);

@@ -1,5 +1,6 @@
 // `moelab prep`: corpus -> tokenizer -> sharded HDF5 token dataset
-//   <out>/tokenizer.model, <out>/prep.json,
+//   <out>/tokenizer.model (or tokenizer.json / tokenizer.tiktoken and
+//   tokenizer_settings.json, see tokenizer.h), <out>/prep.json,
 //   <out>/train/manifest.json + shard_00000.h5 ..., <out>/val/...
 // Documents are dealt round-robin to the ranks of `comm` (and split over
 // threads within a rank), encoded, and gathered in order to rank 0, which
@@ -27,7 +28,8 @@ struct PrepOptions {
   CorpusOptions corpus;
   TokenizerTrainOptions tokenizer;
   int64_t tokenizer_sample_docs = 20000;  // bounded sample the tokenizer trains on
-  std::string tokenizer_model;            // existing .model instead of training
+  std::string tokenizer_model;            // existing tokenizer file instead of training
+  TokenizerSettings tokenizer_settings;   // for a tokenizer.json or .tiktoken file
   int64_t shard_tokens = 1 << 24;         // target tokens per shard
   uint64_t seed = 0;
   int threads = 1;            // encoding threads per rank

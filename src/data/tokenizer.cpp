@@ -9,8 +9,15 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "data/bpe_encoder.h"
+#include "data/checksum.h"
+#include "data/hf_bpe_encoder.h"
 #include "data/spm_model.h"
+#include "data/text_encoder.h"
+#include "data/tiktoken_encoder.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -101,6 +108,113 @@ std::string one_per_line(const std::vector<std::string>& texts) {
   return lines;
 }
 
+// SentencePiece: native encoding, decoding by spm_decode on a private copy of the model.
+class SentencePieceEncoder : public TextEncoder {
+ public:
+  SentencePieceEncoder(const std::string& serialized, const std::string& origin) : origin_(origin) {
+    const SpmModel model = parse_spm_model(serialized, origin);
+    vocab_size_ = static_cast<int64_t>(model.pieces.size());
+    for (size_t id = 0; id < model.pieces.size(); ++id) {
+      if (model.pieces[id].text == "</s>") eos_id_ = static_cast<int64_t>(id);
+    }
+    if (eos_id_ < 0) throw InputError(origin + ": tokenizer has no EOS piece </s>");
+    encoder_ = std::make_unique<const BpeEncoder>(model, origin);
+    write_file(model_file_.path(), serialized);
+  }
+
+  int64_t vocab_size() const override { return vocab_size_; }
+  int64_t eos_id() const override { return eos_id_; }
+
+  std::vector<std::vector<uint32_t>> encode_documents(
+      const std::vector<std::string>& texts) const override {
+    std::vector<std::vector<uint32_t>> encoded;
+    encoded.reserve(texts.size());
+    BpeEncoder::WordCache words;
+    for (const auto& text : texts) {
+      std::vector<uint32_t> tokens = encoder_->encode(as_line(text), words);
+      tokens.push_back(static_cast<uint32_t>(eos_id_));
+      encoded.push_back(std::move(tokens));
+    }
+    return encoded;
+  }
+
+  std::string decode(const std::vector<int>& ids) const override {
+    TempFile input;
+    TempFile output;
+    std::string line;
+    for (int id : ids) {
+      if (!line.empty()) line += ' ';
+      line += std::to_string(id);
+    }
+    write_file(input.path(), line + "\n");
+    run_tool("spm_decode --model=" + shell_quoted(model_file_.path()) + " --input_format=id < " +
+                 shell_quoted(input.path()) + " > " + shell_quoted(output.path()),
+             origin_ + ": decoding");
+    std::string text = read_file(output.path());
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+
+ private:
+  std::string origin_;
+  TempFile model_file_;  // the copy spm_decode reads
+  std::unique_ptr<const BpeEncoder> encoder_;
+  int64_t vocab_size_ = 0;
+  int64_t eos_id_ = -1;
+};
+
+constexpr const char* kSettingsFile = "tokenizer_settings.json";
+
+const char* dataset_file_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kSentencePiece:
+      return "tokenizer.model";
+    case TokenizerKind::kHfBpe:
+      return "tokenizer.json";
+    case TokenizerKind::kTiktoken:
+      return "tokenizer.tiktoken";
+  }
+  return "";
+}
+
+// Everything besides the file that decides the ids, as tokenizer_settings.json holds it.
+std::string settings_record(TokenizerKind kind, const TokenizerSettings& settings) {
+  const nlohmann::json record = {{"kind", tokenizer_kind_name(kind)},
+                                 {"eos_token", settings.eos_token},
+                                 {"tiktoken_pattern", settings.tiktoken_pattern}};
+  return record.dump(2) + "\n";
+}
+
+// The one checksum rule: a SentencePiece model's bytes; for the other kinds
+// the file's bytes and the settings record.
+std::string checksum_of(TokenizerKind kind, const std::string& file_bytes,
+                        const TokenizerSettings& settings) {
+  if (kind == TokenizerKind::kSentencePiece) return checksum_hex(xxhash64_bytes(file_bytes));
+  return checksum_hex(xxhash64_bytes(file_bytes + '\0' + settings_record(kind, settings)));
+}
+
+TokenizerKind kind_named(const std::string& name, const std::string& origin) {
+  for (TokenizerKind kind :
+       {TokenizerKind::kSentencePiece, TokenizerKind::kHfBpe, TokenizerKind::kTiktoken}) {
+    if (name == tokenizer_kind_name(kind)) return kind;
+  }
+  throw InputError(origin + ": unknown tokenizer kind '" + name + "'");
+}
+
+// The kind and settings a dataset folder records; SentencePiece when it has no settings file.
+std::pair<TokenizerKind, TokenizerSettings> dataset_settings(const fs::path& dir) {
+  const fs::path path = dir / kSettingsFile;
+  if (!fs::exists(path)) return {TokenizerKind::kSentencePiece, {}};
+  const nlohmann::json record = nlohmann::json::parse(read_file(path.string()), nullptr, false);
+  if (!record.is_object() || !record.contains("kind") || !record["kind"].is_string()) {
+    throw InputError(path.string() + ": expected a JSON object with a string \"kind\"");
+  }
+  TokenizerSettings settings;
+  settings.eos_token = record.value("eos_token", "");
+  settings.tiktoken_pattern = record.value("tiktoken_pattern", "");
+  return {kind_named(record["kind"].get<std::string>(), path.string()), settings};
+}
+
 }  // namespace
 
 std::string train_tokenizer(const std::vector<std::string>& documents,
@@ -126,62 +240,107 @@ std::string train_tokenizer(const std::vector<std::string>& documents,
   return read_file(dir.path() + "/tokenizer.model");
 }
 
-Tokenizer::Tokenizer(const std::string& serialized_model, const std::string& origin)
-    : serialized_(serialized_model), origin_(origin) {
-  const SpmModel model = parse_spm_model(serialized_, origin);
-  vocab_size_ = static_cast<int64_t>(model.pieces.size());
-  for (size_t id = 0; id < model.pieces.size(); ++id) {
-    if (model.pieces[id].text == "</s>") eos_id_ = static_cast<int64_t>(id);
+const char* tokenizer_kind_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kSentencePiece:
+      return "sentencepiece";
+    case TokenizerKind::kHfBpe:
+      return "tokenizer.json";
+    case TokenizerKind::kTiktoken:
+      return "tiktoken";
   }
-  if (eos_id_ < 0) throw InputError(origin + ": tokenizer has no EOS piece </s>");
-  encoder_ = std::make_shared<const BpeEncoder>(model, origin);
-  TempFile file;
-  model_path_ = file.path() + ".model";
-  write_file(model_path_, serialized_);
+  return "";
 }
 
-Tokenizer::~Tokenizer() {
-  if (model_path_.empty()) return;
-  std::error_code ignored;
-  fs::remove(model_path_, ignored);
+Tokenizer::Tokenizer(const std::string& serialized_model, const std::string& origin)
+    : Tokenizer(TokenizerKind::kSentencePiece, serialized_model, {}, origin) {}
+
+Tokenizer::Tokenizer(TokenizerKind kind, const std::string& file_bytes,
+                     const TokenizerSettings& settings, const std::string& origin)
+    : kind_(kind), file_bytes_(file_bytes), settings_(settings) {
+  switch (kind) {
+    case TokenizerKind::kSentencePiece:
+      encoder_ = std::make_shared<const SentencePieceEncoder>(file_bytes, origin);
+      break;
+    case TokenizerKind::kHfBpe:
+      encoder_ = std::make_shared<const HfBpeEncoder>(file_bytes, settings.eos_token, origin);
+      break;
+    case TokenizerKind::kTiktoken:
+      encoder_ = std::make_shared<const TiktokenEncoder>(file_bytes, settings.tiktoken_pattern,
+                                                         settings.eos_token, origin);
+      break;
+  }
 }
 
-Tokenizer Tokenizer::from_file(const std::string& path) {
+Tokenizer Tokenizer::from_file(const std::string& path, const TokenizerSettings& settings) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open tokenizer model");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return Tokenizer(bytes.str(), path);
+  if (!in) throw InputError(path + ": cannot open tokenizer file");
+  std::ostringstream read;
+  read << in.rdbuf();
+  const std::string bytes = read.str();
+  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  TokenizerKind kind = TokenizerKind::kSentencePiece;
+  if (fs::path(path).extension() == ".tiktoken") {
+    kind = TokenizerKind::kTiktoken;
+  } else if (first != std::string::npos && bytes[first] == '{') {
+    kind = TokenizerKind::kHfBpe;
+  }
+  if (kind == TokenizerKind::kSentencePiece &&
+      (!settings.eos_token.empty() || !settings.tiktoken_pattern.empty())) {
+    throw InputError(path +
+                     ": --eos-token and --tiktoken-pattern apply to tokenizer.json and "
+                     ".tiktoken files, not to a SentencePiece model");
+  }
+  return Tokenizer(kind, bytes, settings, path);
+}
+
+int64_t Tokenizer::vocab_size() const {
+  return encoder_->vocab_size();
+}
+
+int64_t Tokenizer::eos_id() const {
+  return encoder_->eos_id();
 }
 
 std::vector<std::vector<uint32_t>> Tokenizer::encode_documents(
     const std::vector<std::string>& texts) const {
-  std::vector<std::vector<uint32_t>> encoded;
-  encoded.reserve(texts.size());
-  BpeEncoder::WordCache words;
-  for (const auto& text : texts) {
-    std::vector<uint32_t> tokens = encoder_->encode(as_line(text), words);
-    tokens.push_back(static_cast<uint32_t>(eos_id_));
-    encoded.push_back(std::move(tokens));
-  }
-  return encoded;
+  return encoder_->encode_documents(texts);
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
-  TempFile input;
-  TempFile output;
-  std::string line;
-  for (int id : ids) {
-    if (!line.empty()) line += ' ';
-    line += std::to_string(id);
+  return encoder_->decode(ids);
+}
+
+std::string Tokenizer::checksum() const {
+  return checksum_of(kind_, file_bytes_, settings_);
+}
+
+void Tokenizer::save_to_dataset(const std::string& dataset_dir) const {
+  const fs::path dir(dataset_dir);
+  write_file_atomically((dir / dataset_file_name(kind_)).string(), file_bytes_);
+  if (kind_ != TokenizerKind::kSentencePiece) {
+    write_file_atomically((dir / kSettingsFile).string(), settings_record(kind_, settings_));
   }
-  write_file(input.path(), line + "\n");
-  run_tool("spm_decode --model=" + shell_quoted(model_path_) + " --input_format=id < " +
-               shell_quoted(input.path()) + " > " + shell_quoted(output.path()),
-           origin_ + ": decoding");
-  std::string text = read_file(output.path());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
+}
+
+Tokenizer Tokenizer::from_dataset(const std::string& dataset_dir) {
+  const auto [kind, settings] = dataset_settings(dataset_dir);
+  const fs::path path = fs::path(dataset_dir) / dataset_file_name(kind);
+  if (!fs::exists(path)) throw InputError(path.string() + ": the dataset's tokenizer is missing");
+  return Tokenizer(kind, read_file(path.string()), settings, path.string());
+}
+
+std::optional<std::string> Tokenizer::dataset_checksum(const std::string& dataset_dir) {
+  const auto [kind, settings] = dataset_settings(dataset_dir);
+  const fs::path path = fs::path(dataset_dir) / dataset_file_name(kind);
+  if (!fs::exists(path)) return std::nullopt;
+  return checksum_of(kind, read_file(path.string()), settings);
+}
+
+std::vector<std::string> Tokenizer::dataset_file_names() {
+  return {dataset_file_name(TokenizerKind::kSentencePiece),
+          dataset_file_name(TokenizerKind::kHfBpe), dataset_file_name(TokenizerKind::kTiktoken),
+          kSettingsFile};
 }
 
 }  // namespace moelab

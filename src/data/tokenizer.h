@@ -1,22 +1,25 @@
-// SentencePiece BPE tokenizer: trained from a sample of documents or loaded
-// from an existing .model file. Every encoded document ends with EOS.
-//
-// Encoding is native (bpe_encoder.h: the same ids as spm_encode, several times
-// faster, in-process). Training and decoding run SentencePiece's command-line
-// tools (package `sentencepiece`) on temporary files: Debian's libsentencepiece
-// bundles its own protobuf-lite (3.14) and exports its symbols, which collide
-// with LibTorch's protobuf in one process (version check failure or a crash at
-// start-up).
+// The tokenizer a dataset is encoded with. Three kinds:
+//   - SentencePiece BPE (.model): trained by prep or given. Encoding is native
+//     (bpe_encoder.h: spm_encode's ids, in-process). Training and decoding run
+//     SentencePiece's command-line tools (package `sentencepiece`) on temporary
+//     files: Debian's libsentencepiece bundles its own protobuf-lite (3.14) and
+//     exports its symbols, which collide with LibTorch's protobuf in one process.
+//   - a Hugging Face tokenizer.json with a BPE model (hf_bpe_encoder.h):
+//     byte-level (GPT-2, Llama 3, Qwen, OLMo) or SentencePiece-style (Llama 2,
+//     Mistral); the ids of `tokenizers`.
+//   - a tiktoken file (tiktoken_encoder.h): the ids of tiktoken.
+// Every encoded document ends with the tokenizer's EOS.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace moelab {
 
-class BpeEncoder;
+class TextEncoder;
 
 struct TokenizerTrainOptions {
   int64_t vocab_size = 4096;
@@ -29,30 +32,56 @@ struct TokenizerTrainOptions {
 std::string train_tokenizer(const std::vector<std::string>& documents,
                             const TokenizerTrainOptions& options);
 
+enum class TokenizerKind { kSentencePiece, kHfBpe, kTiktoken };
+
+// "sentencepiece", "tokenizer.json", "tiktoken".
+const char* tokenizer_kind_name(TokenizerKind kind);
+
+// What a tokenizer file may not say itself.
+struct TokenizerSettings {
+  std::string eos_token;         // tokenizer.json: overrides its own; tiktoken: required
+  std::string tiktoken_pattern;  // tiktoken: gpt2, cl100k, o200k or a regex
+};
+
 class Tokenizer {
  public:
-  // `origin` names where the bytes came from, for messages.
+  // A SentencePiece model; `origin` names where the bytes came from, for messages.
   Tokenizer(const std::string& serialized_model, const std::string& origin);
-  ~Tokenizer();
-  Tokenizer(Tokenizer&&) noexcept = default;
-  Tokenizer& operator=(Tokenizer&&) noexcept = default;
-  static Tokenizer from_file(const std::string& path);
+  Tokenizer(TokenizerKind kind, const std::string& file_bytes, const TokenizerSettings& settings,
+            const std::string& origin);
+  // The kind from the file: .tiktoken by name, tokenizer.json by content (a
+  // JSON object), a SentencePiece model otherwise.
+  static Tokenizer from_file(const std::string& path, const TokenizerSettings& settings = {});
 
-  int64_t vocab_size() const { return vocab_size_; }
-  int64_t eos_id() const { return eos_id_; }
-  // Token ids of each text followed by EOS. Thread-safe. Newlines inside a
-  // document are encoded as spaces (SentencePiece's normalisation does the same).
+  TokenizerKind kind() const { return kind_; }
+  int64_t vocab_size() const;
+  int64_t eos_id() const;
+  // Token ids of each text followed by EOS. Thread-safe. SentencePiece
+  // encodes newlines inside a document as spaces (its normalisation does the same).
   std::vector<std::vector<uint32_t>> encode_documents(const std::vector<std::string>& texts) const;
   std::string decode(const std::vector<int>& ids) const;
-  const std::string& serialized() const { return serialized_; }
+  // The tokenizer file's bytes, as given (what an export writes next to weights).
+  const std::string& file_bytes() const { return file_bytes_; }
+  const std::string& serialized() const { return file_bytes_; }
+  const TokenizerSettings& settings() const { return settings_; }
+  // The checksum datasets record (tokenizer_checksum in shards and manifests).
+  std::string checksum() const;
+
+  // A dataset's copy of its tokenizer: tokenizer.model, tokenizer.json or
+  // tokenizer.tiktoken, plus tokenizer_settings.json for the latter two.
+  void save_to_dataset(const std::string& dataset_dir) const;
+  static Tokenizer from_dataset(const std::string& dataset_dir);
+  // The checksum of the dataset's copy, without building the encoder; none
+  // when the folder holds no tokenizer file.
+  static std::optional<std::string> dataset_checksum(const std::string& dataset_dir);
+  // The files save_to_dataset may write (for a folder being replaced).
+  static std::vector<std::string> dataset_file_names();
 
  private:
-  std::string serialized_;
-  std::string origin_;
-  std::string model_path_;  // private temporary copy the tools read
-  std::shared_ptr<const BpeEncoder> encoder_;
-  int64_t vocab_size_ = 0;
-  int64_t eos_id_ = -1;
+  TokenizerKind kind_;
+  std::string file_bytes_;
+  TokenizerSettings settings_;
+  std::shared_ptr<const TextEncoder> encoder_;
 };
 
 }  // namespace moelab

@@ -67,31 +67,6 @@ std::vector<std::string> generated_documents(int count) {
   return docs;
 }
 
-// The demo's corpus (Debian's fortunes, brought by launch/install-deps.sh):
-// documents are separated by "%" lines.
-std::vector<std::string> fortune_documents() {
-  std::vector<std::string> docs;
-  const fs::path dir = "/usr/share/games/fortunes";
-  if (!fs::is_directory(dir)) return docs;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string ext = entry.path().extension().string();
-    if (!entry.is_regular_file() || fs::is_symlink(entry) || ext == ".dat" || ext == ".u8")
-      continue;
-    std::istringstream in(read_bytes(entry.path().string()));
-    std::string line, doc;
-    while (std::getline(in, line)) {
-      if (line == "%") {
-        docs.push_back(doc);
-        doc.clear();
-      } else {
-        doc += (doc.empty() ? "" : "\n") + line;
-      }
-    }
-    if (!doc.empty()) docs.push_back(doc);
-  }
-  return docs;
-}
-
 // Text chosen to break an encoder: whitespace of every kind, NFKC rewrites,
 // characters the model never saw, invalid UTF-8, every byte value.
 std::vector<std::string> adversarial_texts() {

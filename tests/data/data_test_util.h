@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,32 @@ inline void write_counting_split(const std::string& dataset_dir, const std::stri
     }
   }
   sink.finish();
+}
+
+// The demo's corpus (Debian's fortunes, brought by launch/install-deps.sh):
+// documents are separated by "%" lines.
+inline std::vector<std::string> fortune_documents() {
+  std::vector<std::string> docs;
+  const std::filesystem::path dir = "/usr/share/games/fortunes";
+  if (!std::filesystem::is_directory(dir)) return docs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string ext = entry.path().extension().string();
+    if (!entry.is_regular_file() || std::filesystem::is_symlink(entry) || ext == ".dat" ||
+        ext == ".u8")
+      continue;
+    std::istringstream in(read_bytes(entry.path().string()));
+    std::string line, doc;
+    while (std::getline(in, line)) {
+      if (line == "%") {
+        docs.push_back(doc);
+        doc.clear();
+      } else {
+        doc += (doc.empty() ? "" : "\n") + line;
+      }
+    }
+    if (!doc.empty()) docs.push_back(doc);
+  }
+  return docs;
 }
 
 // Asserts that `call` throws InputError whose message contains `needle`.

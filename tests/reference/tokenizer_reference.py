@@ -1,0 +1,168 @@
+"""Reference ids for moelab's tokenizer tests (tests/data/hf_tokenizer_test.cpp).
+
+    tokenizer_reference.py DIR
+
+Reads DIR/train.json (documents to train on) and DIR/docs.json (documents to
+encode), trains a small byte-level BPE with the `tokenizers` package and writes
+tokenizer files in the shapes real models ship:
+  gpt2.json      ByteLevel pre-tokenizer (GPT-2 regex), merges as "a b" strings
+  prefix.json    the same with ByteLevel add_prefix_space
+  llama3.json    Split(Llama 3 regex, Isolated) + ByteLevel, ignore_merges,
+                 merges as ["a", "b"] pairs, <|begin_of_text|>/<|end_of_text|>
+  llama2.json    SentencePiece-style: Prepend("▁") + Replace(" ", "▁")
+                 normalizer, byte fallback, unk token </s>
+  metaspace.json Metaspace pre-tokenizer (prepend_scheme "first", split)
+  cl100k.tiktoken the byte-level vocabulary as tiktoken ranks
+and for each one DIR/<name>.ids.json: the ids of every document of docs.json
+followed by the EOS id (`tokenizers`: encode_batch(add_special_tokens=False);
+tiktoken: encode_ordinary) for the tiktoken patterns gpt2, cl100k and o200k.
+"""
+
+import base64
+import json
+import sys
+
+import tiktoken
+from tiktoken_ext import openai_public
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# tiktoken_ext/openai_public.py builds these inside functions that download
+# the vocabularies, so the patterns are copied here.
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+METASPACE = "\u2581"
+
+
+def train_byte_level(train, pre_tokenizer, specials, ignore_merges):
+    tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=700,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(train, trainer)
+    return json.loads(tok.to_str())
+
+
+def train_metaspace(train):
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    trainer = trainers.BpeTrainer(
+        vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=120,
+        show_progress=False,
+    )
+    tok.train_from_iterator(train, trainer)
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    for byte in range(256):  # byte-fallback pieces, as Llama 2's vocabulary has them
+        vocab[f"<0x{byte:02X}>"] = len(vocab)
+    return spec
+
+
+def gpt2_files(train):
+    gpt2 = train_byte_level(
+        train, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ["<|endoftext|>"], False)
+    gpt2["model"]["merges"] = [" ".join(pair) for pair in gpt2["model"]["merges"]]
+    prefix = json.loads(json.dumps(gpt2))
+    prefix["pre_tokenizer"]["add_prefix_space"] = True
+    return {"gpt2": gpt2, "prefix": prefix}
+
+
+def llama_files(train):
+    split = pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    llama3 = train_byte_level(train, pre_tokenizers.Sequence([split, byte_level]),
+                              ["<|begin_of_text|>", "<|end_of_text|>"], True)
+    metaspace = train_metaspace(train)
+    llama2 = json.loads(json.dumps(metaspace))
+    llama2["pre_tokenizer"] = None
+    llama2["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": METASPACE},
+        {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}]}
+    metaspace["pre_tokenizer"] = {"type": "Metaspace", "replacement": METASPACE,
+                                  "prepend_scheme": "first", "split": True}
+    return {"llama3": llama3, "llama2": llama2, "metaspace": metaspace}
+
+
+def eos_of(name):
+    return {"llama3": "<|end_of_text|>", "llama2": "</s>", "metaspace": "</s>"}.get(
+        name, "<|endoftext|>")
+
+
+def write_hf(out, name, spec, docs):
+    text = json.dumps(spec, ensure_ascii=False)
+    with open(f"{out}/{name}.json", "w", encoding="utf-8") as f:
+        f.write(text)
+    tok = Tokenizer.from_str(text)
+    eos = tok.token_to_id(eos_of(name))
+    ids = [e.ids + [eos] for e in tok.encode_batch(docs, add_special_tokens=False)]
+    with open(f"{out}/{name}.ids.json", "w") as f:
+        json.dump(ids, f)
+
+
+def write_tiktoken(out, llama3, docs):
+    inverse = {c: b for b, c in zip(range(256), _byte_chars())}
+    ranks = {}
+    for token, _ in sorted(llama3["model"]["vocab"].items(), key=lambda item: item[1]):
+        if all(c in inverse for c in token) and not token.startswith("<|"):
+            ranks[bytes(inverse[c] for c in token)] = len(ranks)
+    with open(f"{out}/cl100k.tiktoken", "w") as f:
+        for token, rank in ranks.items():
+            f.write(f"{base64.b64encode(token).decode()} {rank}\n")
+    patterns = {"gpt2": openai_public.r50k_pat_str, "cl100k": CL100K_PATTERN,
+                "o200k": O200K_PATTERN}
+    for name, pattern in patterns.items():
+        enc = tiktoken.Encoding(name=f"test_{name}", pat_str=pattern, mergeable_ranks=ranks,
+                                special_tokens={"<|endoftext|>": len(ranks)})
+        ids = [enc.encode_ordinary(doc) + [len(ranks)] for doc in docs]
+        with open(f"{out}/tiktoken_{name}.ids.json", "w") as f:
+            json.dump(ids, f)
+
+
+def _byte_chars():
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD))
+                 + list(range(0xAE, 0x100)))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def main():
+    out = sys.argv[1]
+    with open(f"{out}/train.json", encoding="utf-8") as f:
+        train = json.load(f)
+    with open(f"{out}/docs.json", encoding="utf-8") as f:
+        docs = json.load(f)
+    files = gpt2_files(train)
+    files.update(llama_files(train))
+    for name, spec in files.items():
+        write_hf(out, name, spec, docs)
+    write_tiktoken(out, files["llama3"], docs)
+
+
+if __name__ == "__main__":
+    main()
