@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Single-thread MB/s of moelab's tokenizer.json and tiktoken encoders against
+# `tokenizers` (encode_batch) and tiktoken (encode_ordinary), same documents,
+# same 8k byte-level BPE trained in the run; ids are checked identical first.
+#   bench/tokenizer_speed.sh TEXT_FILE [REPEATS] [BENCH_BINARY]
+# e.g. bench/tokenizer_speed.sh ../shared/data/tinystories/valid-v1-TinyStories-valid-head.txt
+set -euo pipefail
+
+text=${1:?usage: tokenizer_speed.sh TEXT_FILE [REPEATS] [BENCH_BINARY]}
+repeats=${2:-5}
+binary=${3:-build/bin/bench_tokenizer}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+lscpu | grep -m1 'Model name' || true
+# One thread for every contender.
+export RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+"$root/.venv/bin/python" "$root/bench/tokenizer_speed.py" "$text" "$binary" "$work" "$repeats"
