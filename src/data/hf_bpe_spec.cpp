@@ -101,6 +101,10 @@ void parse_pre_tokenizer_step(const json& step, const std::string& origin, HfBpe
   } else if (type == "ByteLevel") {
     spec->byte_level = true;
     spec->add_prefix_space = flag(step, "add_prefix_space", false);
+    // The prefix space would go in front of every Split piece; no known file does that.
+    if (spec->add_prefix_space && !spec->split_regexes.empty()) {
+      refuse(origin, "pre-tokenizer ByteLevel with add_prefix_space after Split");
+    }
     if (flag(step, "use_regex", true)) spec->split_regexes.push_back("gpt2");
   } else if (type == "Metaspace") {
     if (!spec->split_regexes.empty()) refuse(origin, "pre-tokenizer Metaspace after Split");

@@ -76,4 +76,27 @@ TEST(Cli, ImportOfAHostileSafetensorsHeaderExitsTwo) {
   EXPECT_EQ(r.output.find("terminate"), std::string::npos) << r.output;
 }
 
+// A tokenizer file moelab cannot encode exactly ends prep with exit 2, naming
+// the file and what is unsupported or missing, before any shard is written.
+TEST(Cli, PrepRefusesAnUnsupportedTokenizerByName) {
+  const std::string dir = testing::TempDir() + "/tokenizer_refusal";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/corpus.txt") << "hello world\n";
+  std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "WordPiece", "vocab": {}}})";
+  std::ofstream(dir + "/ranks.tiktoken") << "YQ== 0\n";
+  const std::string prep = "prep --input " + dir + "/corpus.txt --out " + dir + "/out";
+  Result r = moelab(prep + " --tokenizer " + dir + "/tokenizer.json");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/tokenizer.json: model WordPiece is not supported"),
+            std::string::npos)
+      << r.output;
+  r = moelab(prep + " --force --tokenizer " + dir + "/ranks.tiktoken --eos-token '<|endoftext|>'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/ranks.tiktoken: a tiktoken file needs its split pattern"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out/train"));
+}
+
 }  // namespace

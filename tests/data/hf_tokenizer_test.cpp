@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "data/dataset_info.h"
 #include "data/dataset_inspect.h"
@@ -74,7 +75,7 @@ void write_json(const std::string& path, const json& value) {
   write_text(path, value.dump());
 }
 
-// The reference files, made once for all tests (training takes seconds).
+// The reference files, each made once per test process when first asked for.
 class Reference {
  public:
   Reference() : docs_(test_documents()) {
@@ -88,29 +89,36 @@ class Reference {
     for (const std::string& doc : adversarial_texts()) train.push_back(doc.substr(0, 500));
     write_json(dir_ / "train.json", train);
     write_json(dir_ / "docs.json", docs_);
-    const std::string command = std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
-                                "/tests/reference/tokenizer_reference.py " + dir_.str();
-    EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
   const std::vector<std::string>& docs() const { return docs_; }
-  std::string path(const std::string& name) const { return dir_ / name; }
-  std::vector<std::vector<uint32_t>> ids(const std::string& name) const {
-    return json::parse(read_bytes(dir_ / (name + ".ids.json")))
+  // `file` of the reference `name` (see tokenizer_reference.py).
+  std::string path(const std::string& name, const std::string& file) {
+    if (made_.insert(name).second) {
+      const std::string command = std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
+                                  "/tests/reference/tokenizer_reference.py " + dir_.str() + " " +
+                                  name;
+      EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    }
+    return dir_ / file;
+  }
+  std::vector<std::vector<uint32_t>> ids(const std::string& name) {
+    return json::parse(read_bytes(path(name, name + ".ids.json")))
         .get<std::vector<std::vector<uint32_t>>>();
   }
 
  private:
   TempDir dir_;
   std::vector<std::string> docs_;
+  std::set<std::string> made_;
 };
 
-const Reference& reference() {
-  static const Reference made;
+Reference& reference() {
+  static Reference made;
   return made;
 }
 
 void expect_same_ids(const Tokenizer& tokenizer, const std::string& name) {
-  const Reference& ref = reference();
+  Reference& ref = reference();
   const auto ours = tokenizer.encode_documents(ref.docs());
   const auto theirs = ref.ids(name);
   ASSERT_EQ(ours.size(), theirs.size()) << name;
@@ -127,14 +135,14 @@ void expect_same_ids(const Tokenizer& tokenizer, const std::string& name) {
 Tokenizer hf_tokenizer(const std::string& name, const std::string& eos = "") {
   TokenizerSettings settings;
   settings.eos_token = eos;
-  return Tokenizer::from_file(reference().path(name + ".json"), settings);
+  return Tokenizer::from_file(reference().path(name, name + ".json"), settings);
 }
 
 Tokenizer tiktoken_tokenizer(const std::string& pattern) {
   TokenizerSettings settings;
   settings.eos_token = "<|endoftext|>";
   settings.tiktoken_pattern = pattern;
-  return Tokenizer::from_file(reference().path("cl100k.tiktoken"), settings);
+  return Tokenizer::from_file(reference().path("tiktoken_" + pattern, "ranks.tiktoken"), settings);
 }
 
 class HfTokenizerIds : public ::testing::TestWithParam<std::string> {};
@@ -159,8 +167,8 @@ TEST_P(TiktokenIds, SameIdsAsTiktoken) {
 INSTANTIATE_TEST_SUITE_P(Patterns, TiktokenIds, ::testing::Values("gpt2", "cl100k", "o200k"));
 
 TEST(HfTokenizer, EosIsTheFilesOwnOrTheOneGiven) {
-  const json gpt2 = json::parse(read_bytes(reference().path("gpt2.json")));
-  const json llama3 = json::parse(read_bytes(reference().path("llama3.json")));
+  const json gpt2 = json::parse(read_bytes(reference().path("gpt2", "gpt2.json")));
+  const json llama3 = json::parse(read_bytes(reference().path("llama3", "llama3.json")));
   EXPECT_EQ(hf_tokenizer("gpt2").eos_id(), gpt2["added_tokens"][0]["id"].get<int64_t>());
   EXPECT_EQ(hf_tokenizer("llama3").eos_id(), llama3["added_tokens"][1]["id"].get<int64_t>());
   EXPECT_EQ(hf_tokenizer("llama3", "<|begin_of_text|>").eos_id(),
@@ -175,16 +183,21 @@ TEST(HfTokenizer, EosIsTheFilesOwnOrTheOneGiven) {
 
 // Whatever the file names and moelab does not implement is refused by name.
 TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
-  const json gpt2 = json::parse(read_bytes(reference().path("gpt2.json")));
-  const auto expect_refused = [&](const std::string& pointer, const json& value,
-                                  const std::string& name) {
-    json changed = gpt2;
+  const json gpt2 = json::parse(read_bytes(reference().path("gpt2", "gpt2.json")));
+  const json llama3 = json::parse(read_bytes(reference().path("llama3", "llama3.json")));
+  const auto expect_refused_in = [&](const json& base, const std::string& pointer,
+                                     const json& value, const std::string& name) {
+    json changed = base;
     changed[json::json_pointer(pointer)] = value;
     TempDir dir;
     write_text(dir / "tokenizer.json", changed.dump());
     expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); }, name);
     expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); },
                        dir / "tokenizer.json");
+  };
+  const auto expect_refused = [&](const std::string& pointer, const json& value,
+                                  const std::string& name) {
+    expect_refused_in(gpt2, pointer, value, name);
   };
   expect_refused("/normalizer", {{"type", "NFC"}}, "normalizer NFC");
   expect_refused("/pre_tokenizer", {{"type", "Digits"}, {"individual_digits", true}},
@@ -199,6 +212,9 @@ TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
   expect_refused("/model/type", "Unigram", "model Unigram");
   expect_refused("/model/dropout", 0.1, "BPE dropout");
   expect_refused("/added_tokens/0/lstrip", true, "with lstrip");
+  expect_refused_in(llama3, "/pre_tokenizer/pretokenizers/1/add_prefix_space", true,
+                    "ByteLevel with add_prefix_space after Split");
+  expect_refused_in(llama3, "/normalizer", {{"type", "NFKC"}}, "normalizer NFKC");
 }
 
 // SentencePiece-style files cannot give back a "▁" of the text (it decodes
@@ -244,7 +260,7 @@ TEST(HfTokenizer, RefusesInvalidUtf8WithItsOffset) {
 }
 
 TEST(Tiktoken, RefusesMissingSettingsAndBadLines) {
-  const std::string path = reference().path("cl100k.tiktoken");
+  const std::string path = reference().path("tiktoken_cl100k", "ranks.tiktoken");
   TokenizerSettings no_pattern;
   no_pattern.eos_token = "<|endoftext|>";
   expect_input_error([&] { Tokenizer::from_file(path, no_pattern); }, "--tiktoken-pattern");
@@ -266,19 +282,19 @@ TEST(HfTokenizer, PrepRecordsTheFileAndItsKind) {
   TempDir dir;
   write_text(dir / "corpus.txt", make_text_corpus(0, 40));
   PrepOptions options = small_prep_options({dir / "corpus.txt"}, dir / "out");
-  options.tokenizer_model = reference().path("llama3.json");
+  options.tokenizer_model = reference().path("llama3", "llama3.json");
   const PrepSummary summary = run_prep(options);
   const Tokenizer original = hf_tokenizer("llama3");
   EXPECT_EQ(summary.tokenizer_checksum, original.checksum());
   EXPECT_EQ(summary.vocab_size, original.vocab_size());
   const Tokenizer recorded = Tokenizer::from_dataset(dir / "out");
   EXPECT_EQ(recorded.kind(), TokenizerKind::kHfBpe);
-  EXPECT_EQ(recorded.file_bytes(), read_bytes(reference().path("llama3.json")));
+  EXPECT_EQ(recorded.file_bytes(), read_bytes(reference().path("llama3", "llama3.json")));
   const DatasetInfo info = read_dataset_info(dir / "out", "train");
   EXPECT_EQ(info.eos_id, original.eos_id());
   EXPECT_NE(inspect_dataset(dir / "out").find(make_document(0)), std::string::npos);
   // A tokenizer file that does not match the shards is caught.
-  write_text(dir / "out/tokenizer.json", read_bytes(reference().path("gpt2.json")));
+  write_text(dir / "out/tokenizer.json", read_bytes(reference().path("gpt2", "gpt2.json")));
   expect_input_error([&] { read_dataset_info(dir / "out", "train"); }, "checksum");
 }
 

@@ -1,6 +1,6 @@
 """Reference ids for moelab's tokenizer tests (tests/data/hf_tokenizer_test.cpp).
 
-    tokenizer_reference.py DIR
+    tokenizer_reference.py DIR NAME...
 
 Reads DIR/train.json (documents to train on) and DIR/docs.json (documents to
 encode), trains a small byte-level BPE with the `tokenizers` package and writes
@@ -12,10 +12,12 @@ tokenizer files in the shapes real models ship:
   llama2.json    SentencePiece-style: Prepend("▁") + Replace(" ", "▁")
                  normalizer, byte fallback, unk token </s>
   metaspace.json Metaspace pre-tokenizer (prepend_scheme "first", split)
-  cl100k.tiktoken the byte-level vocabulary as tiktoken ranks
-and for each one DIR/<name>.ids.json: the ids of every document of docs.json
+  ranks.tiktoken  Llama 3's byte-level vocabulary as tiktoken ranks
+for each NAME asked for (gpt2, prefix, llama3, llama2, metaspace, or
+tiktoken_gpt2 / tiktoken_cl100k / tiktoken_o200k for ranks.tiktoken with that
+pattern), with DIR/NAME.ids.json: the ids of every document of docs.json
 followed by the EOS id (`tokenizers`: encode_batch(add_special_tokens=False);
-tiktoken: encode_ordinary) for the tiktoken patterns gpt2, cl100k and o200k.
+tiktoken: encode_ordinary).
 """
 
 import base64
@@ -87,11 +89,14 @@ def gpt2_files(train):
     return {"gpt2": gpt2, "prefix": prefix}
 
 
-def llama_files(train):
+def llama3_spec(train):
     split = pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False)
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    llama3 = train_byte_level(train, pre_tokenizers.Sequence([split, byte_level]),
-                              ["<|begin_of_text|>", "<|end_of_text|>"], True)
+    return train_byte_level(train, pre_tokenizers.Sequence([split, byte_level]),
+                            ["<|begin_of_text|>", "<|end_of_text|>"], True)
+
+
+def sentencepiece_files(train):
     metaspace = train_metaspace(train)
     llama2 = json.loads(json.dumps(metaspace))
     llama2["pre_tokenizer"] = None
@@ -100,7 +105,15 @@ def llama_files(train):
         {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}]}
     metaspace["pre_tokenizer"] = {"type": "Metaspace", "replacement": METASPACE,
                                   "prepend_scheme": "first", "split": True}
-    return {"llama3": llama3, "llama2": llama2, "metaspace": metaspace}
+    return {"llama2": llama2, "metaspace": metaspace}
+
+
+def hf_spec(name, train):
+    if name in ("gpt2", "prefix"):
+        return gpt2_files(train)[name]
+    if name == "llama3":
+        return llama3_spec(train)
+    return sentencepiece_files(train)[name]
 
 
 def eos_of(name):
@@ -116,26 +129,25 @@ def write_hf(out, name, spec, docs):
     eos = tok.token_to_id(eos_of(name))
     ids = [e.ids + [eos] for e in tok.encode_batch(docs, add_special_tokens=False)]
     with open(f"{out}/{name}.ids.json", "w") as f:
-        json.dump(ids, f)
+        f.write(json.dumps(ids))
 
 
-def write_tiktoken(out, llama3, docs):
+def write_tiktoken(out, pattern_name, llama3, docs):
     inverse = {c: b for b, c in zip(range(256), _byte_chars())}
     ranks = {}
     for token, _ in sorted(llama3["model"]["vocab"].items(), key=lambda item: item[1]):
         if all(c in inverse for c in token) and not token.startswith("<|"):
             ranks[bytes(inverse[c] for c in token)] = len(ranks)
-    with open(f"{out}/cl100k.tiktoken", "w") as f:
+    with open(f"{out}/ranks.tiktoken", "w") as f:
         for token, rank in ranks.items():
             f.write(f"{base64.b64encode(token).decode()} {rank}\n")
     patterns = {"gpt2": openai_public.r50k_pat_str, "cl100k": CL100K_PATTERN,
                 "o200k": O200K_PATTERN}
-    for name, pattern in patterns.items():
-        enc = tiktoken.Encoding(name=f"test_{name}", pat_str=pattern, mergeable_ranks=ranks,
-                                special_tokens={"<|endoftext|>": len(ranks)})
-        ids = [enc.encode_ordinary(doc) + [len(ranks)] for doc in docs]
-        with open(f"{out}/tiktoken_{name}.ids.json", "w") as f:
-            json.dump(ids, f)
+    enc = tiktoken.Encoding(name=f"test_{pattern_name}", pat_str=patterns[pattern_name],
+                            mergeable_ranks=ranks, special_tokens={"<|endoftext|>": len(ranks)})
+    ids = [enc.encode_ordinary(doc) + [len(ranks)] for doc in docs]
+    with open(f"{out}/tiktoken_{pattern_name}.ids.json", "w") as f:
+        f.write(json.dumps(ids))
 
 
 def _byte_chars():
@@ -157,11 +169,11 @@ def main():
         train = json.load(f)
     with open(f"{out}/docs.json", encoding="utf-8") as f:
         docs = json.load(f)
-    files = gpt2_files(train)
-    files.update(llama_files(train))
-    for name, spec in files.items():
-        write_hf(out, name, spec, docs)
-    write_tiktoken(out, files["llama3"], docs)
+    for name in sys.argv[2:]:
+        if name.startswith("tiktoken_"):
+            write_tiktoken(out, name[len("tiktoken_"):], llama3_spec(train), docs)
+        else:
+            write_hf(out, name, hf_spec(name, train), docs)
 
 
 if __name__ == "__main__":
