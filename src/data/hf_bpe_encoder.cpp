@@ -87,8 +87,7 @@ HfBpeEncoder::HfBpeEncoder(const std::string& json_text, const std::string& eos_
   add_vocabulary(spec_);
   add_merges(spec_);
   for (const std::string& pattern : spec_.split_regexes) {
-    regexes_.push_back(std::make_unique<SplitRegex>(pattern == "gpt2" ? kGpt2Pattern : pattern,
-                                                    RegexDialect::kOniguruma, origin));
+    regexes_.push_back(std::make_unique<SplitRegex>(pattern, RegexDialect::kOniguruma, origin));
   }
   added_by_first_byte_.resize(256);
   for (const HfAddedToken& token : spec_.added_tokens) {

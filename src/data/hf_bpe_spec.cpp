@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/split_regex.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -105,7 +106,7 @@ void parse_pre_tokenizer_step(const json& step, const std::string& origin, HfBpe
     if (spec->add_prefix_space && !spec->split_regexes.empty()) {
       refuse(origin, "pre-tokenizer ByteLevel with add_prefix_space after Split");
     }
-    if (flag(step, "use_regex", true)) spec->split_regexes.push_back("gpt2");
+    if (flag(step, "use_regex", true)) spec->split_regexes.push_back(kGpt2Pattern);
   } else if (type == "Metaspace") {
     if (!spec->split_regexes.empty()) refuse(origin, "pre-tokenizer Metaspace after Split");
     parse_metaspace(step, origin, spec);

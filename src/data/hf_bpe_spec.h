@@ -31,8 +31,9 @@ struct HfBpeSpec {
   std::vector<HfAddedToken> added_tokens;
   // Byte-level files: ByteLevel pre-tokenizer, vocabulary in GPT-2's byte alphabet.
   bool byte_level = false;
-  bool add_prefix_space = false;           // ByteLevel's
-  std::vector<std::string> split_regexes;  // Split(Isolated) patterns, in order
+  bool add_prefix_space = false;  // ByteLevel's
+  // Split(Isolated) patterns, then ByteLevel's own (GPT-2's) with use_regex.
+  std::vector<std::string> split_regexes;
   // SentencePiece-style files: spaces become "▁".
   bool metaspace = false;
   bool metaspace_split = false;  // Metaspace split: each "▁" starts a word

@@ -62,7 +62,6 @@ class Tokenizer {
   std::string decode(const std::vector<int>& ids) const;
   // The tokenizer file's bytes, as given (what an export writes next to weights).
   const std::string& file_bytes() const { return file_bytes_; }
-  const std::string& serialized() const { return file_bytes_; }
   const TokenizerSettings& settings() const { return settings_; }
   // The checksum datasets record (tokenizer_checksum in shards and manifests).
   std::string checksum() const;

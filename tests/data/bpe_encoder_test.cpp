@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 std::vector<std::vector<uint32_t>> spm_encode(const Tokenizer& tokenizer,
                                               const std::vector<std::string>& texts) {
   TempDir dir;
-  write_text(dir / "m.model", tokenizer.serialized());
+  write_text(dir / "m.model", tokenizer.file_bytes());
   std::string lines;
   for (std::string text : texts) {
     for (char& c : text) c = (c == '\n' || c == '\r') ? ' ' : c;

@@ -45,6 +45,8 @@ std::vector<std::string> adversarial_texts() {
       std::string("nul\0inside\0", 12),
       "special <|endoftext|> inside <|end_of_text|><|begin_of_text|> text </s><s>",
       "<|endoftext|>",
+      "<s>starts with a special token</s> and goes on",
+      "</s>",
       "<|endoftext|><|endoftext|>  <|endoftext",
       "\xE2\x96\x81"
       "already \xE2\x96\x81"
