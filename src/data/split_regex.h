@@ -3,6 +3,7 @@
 // tiktoken do: every match is a piece, and so is each stretch between matches.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
