@@ -4,6 +4,7 @@
 # (e.g. a machine's own PyTorch install); a LibTorch already on CMAKE_PREFIX_PATH
 # or Torch_DIR wins over both.
 include(MoelabTorch)
+include(MoelabArrow)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(tomlplusplus REQUIRED)
@@ -12,6 +13,7 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(zstd CONFIG REQUIRED)
 find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
 # SentencePiece is not linked: Debian's libsentencepiece carries its own
 # protobuf-lite 3.14, which cannot share a process with LibTorch's protobuf 3.21
@@ -30,7 +32,7 @@ file(CREATE_LINK ${FMT_INCLUDE_DIR}/fmt ${_fmt_first}/fmt SYMBOLIC)
 target_include_directories(moelab_deps SYSTEM BEFORE INTERFACE ${_fmt_first})
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
-  spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB
+  spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB zstd::libzstd_shared
   ${XXHASH_LIBRARY})
 target_include_directories(moelab_deps SYSTEM INTERFACE
   ${TORCH_INCLUDE_DIRS} ${HDF5_C_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIR})

@@ -1,9 +1,12 @@
 // `moelab prep`: corpus -> tokenizer -> sharded HDF5 token dataset
-//   <out>/tokenizer.model, <out>/prep.json,
+//   <out>/tokenizer.model (absent for imports without a tokenizer), <out>/prep.json,
 //   <out>/train/manifest.json + shard_00000.h5 ..., <out>/val/...
 // Documents are dealt round-robin to the ranks of `comm` (and split over
 // threads within a rank), encoded, and gathered in order to rank 0, which
 // writes; the output is byte-identical for any number of ranks and threads.
+// Pre-tokenized inputs (data/token_import.h) are read and written by rank 0.
+// Each split's manifest.json is written last, so a failed prep leaves no
+// readable dataset behind.
 #pragma once
 
 #include <mpi.h>
@@ -28,7 +31,11 @@ struct PrepOptions {
   TokenizerTrainOptions tokenizer;
   int64_t tokenizer_sample_docs = 20000;  // bounded sample the tokenizer trains on
   std::string tokenizer_model;            // existing .model instead of training
-  int64_t shard_tokens = 1 << 24;         // target tokens per shard
+  // Pre-tokenized inputs (corpus.format megatron or npy): the end-of-document
+  // id, and whether tokenizer.vocab_size was given (needed without --tokenizer).
+  int64_t eos_id = -1;
+  bool vocab_size_given = false;
+  int64_t shard_tokens = 1 << 24;  // target tokens per shard
   uint64_t seed = 0;
   int threads = 1;            // encoding threads per rank
   bool force = false;         // replace a different dataset in out_dir
