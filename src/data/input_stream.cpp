@@ -20,22 +20,27 @@ constexpr size_t kReadChunk = size_t{1} << 18;
 // files through unchanged.
 class GzipOrPlainStream : public InputStream {
  public:
-  explicit GzipOrPlainStream(gzFile file) : file_(file) { gzbuffer(file_, kReadChunk); }
+  GzipOrPlainStream(gzFile file, std::string path) : file_(file), path_(std::move(path)) {
+    gzbuffer(file_, kReadChunk);
+  }
   ~GzipOrPlainStream() override { gzclose(file_); }
 
+  // Bytes decoded before a damaged spot are returned first; the error comes
+  // with the next read, so messages count the lines that were intact.
   size_t read(char* out, size_t capacity) override {
     const int got = gzread(file_, out, static_cast<unsigned>(capacity));
+    if (got > 0) return static_cast<size_t>(got);
     int error = Z_OK;
-    const char* message = gzerror(file_, &error);
-    if (got < 0 || (error != Z_OK && error != Z_STREAM_END)) {
-      throw CorruptStream(std::string("truncated or corrupt gzip (") + message + ")",
-                          static_cast<int64_t>(gzoffset(file_)));
-    }
-    return static_cast<size_t>(got);
+    std::string message = gzerror(file_, &error);
+    if (got == 0 && (error == Z_OK || error == Z_STREAM_END)) return 0;
+    if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);
+    throw CorruptStream("truncated or corrupt gzip (" + message + ")",
+                        static_cast<int64_t>(gzoffset(file_)));
   }
 
  private:
   gzFile file_;
+  std::string path_;
 };
 
 class ZstdStream : public InputStream {
@@ -97,7 +102,7 @@ std::unique_ptr<InputStream> open_input_stream(const std::string& path) {
   std::fclose(file);
   gzFile gz = gzopen(path.c_str(), "rb");
   if (!gz) throw InputError(path + ": cannot open input file");
-  return std::make_unique<GzipOrPlainStream>(gz);
+  return std::make_unique<GzipOrPlainStream>(gz, path);
 }
 
 LineReader::LineReader(const std::string& path) : path_(path), stream_(open_input_stream(path)) {}

@@ -145,6 +145,11 @@ TEST(CompressedInput, CorruptZstdAndGzipAreLocated) {
   write_text(gz, bytes.substr(0, bytes.size() / 2));
   expect_input_error([&] { texts_of({gz}, jsonl_options()); }, gz + ": after line ");
   expect_input_error([&] { texts_of({gz}, jsonl_options()); }, "truncated or corrupt gzip");
+  try {
+    texts_of({gz}, jsonl_options());
+  } catch (const InputError& error) {  // the intact lines before the cut are counted
+    EXPECT_EQ(std::string(error.what()).find("after line 0 "), std::string::npos) << error.what();
+  }
 }
 
 TEST(ParquetInput, ReadsTheTextColumnRowGroupByRowGroup) {
