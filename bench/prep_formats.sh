@@ -3,12 +3,12 @@
 # Parquet, encoded by `moelab prep` with the same tokenizer (a small BPE trained
 # once), runs interleaved and repeated; medians in MB/s of document text and
 # tokens/s, their ratio, and a bar chart.
-#   bench/prep_formats.sh [TEXT_DIR] [OUT_DIR] [MOELAB_BINARY]
-# TEXT_DIR holds `<|endoftext|>`-separated .txt files (default: the TinyStories
-# sample in ../shared/data/tinystories). Writes OUT_DIR/prep_formats.{csv,png}.
+#   bench/prep_formats.sh TEXT_DIR [OUT_DIR] [MOELAB_BINARY]
+# TEXT_DIR holds `<|endoftext|>`-separated .txt files (e.g. the TinyStories
+# sample, shared/data/tinystories). Writes OUT_DIR/prep_formats.{csv,png}.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-text_dir=${1:-$root/../shared/data/tinystories}
+text_dir=${1:?usage: prep_formats.sh TEXT_DIR [OUT_DIR] [MOELAB_BINARY]}
 out=${2:-$root/results/prep-formats}
 moelab=${3:-$root/build/bin/moelab}
 repeats=${MOELAB_BENCH_REPEATS:-5}
@@ -25,6 +25,8 @@ docs = []
 for path in sorted(glob.glob(text_dir + "/*.txt")):
     with open(path, encoding="utf-8") as f:
         docs += [d.strip() for d in f.read().split("\n<|endoftext|>\n") if d.strip()]
+if not docs:
+    sys.exit(f"prep_formats: no documents in {text_dir}/*.txt")
 with open(work + "/docs.jsonl", "w", encoding="utf-8") as f:
     for d in docs:
         f.write(json.dumps({"text": d}) + "\n")

@@ -4,7 +4,13 @@
 # (e.g. a machine's own PyTorch install); a LibTorch already on CMAKE_PREFIX_PATH
 # or Torch_DIR wins over both.
 include(MoelabTorch)
-include(MoelabArrow)
+# Parquet input (`moelab prep --format parquet`) needs pyarrow beside torch; a
+# machine's own PyTorch install (launch/gpu-check.sh) may lack it, so it can be
+# left out, and `--format parquet` then says so.
+option(MOELAB_WITH_PARQUET "Read Parquet corpora with Arrow from the pyarrow wheel" ON)
+if(MOELAB_WITH_PARQUET)
+  include(MoelabArrow)
+endif()
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(tomlplusplus REQUIRED)
