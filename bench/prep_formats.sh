@@ -47,13 +47,14 @@ for repeat in $(seq "$repeats"); do
     "$moelab" prep --format "$format" --input "$work/docs.$format" --tokenizer "$tokenizer" \
       --threads 1 --force --out "$work/out_$format" >/dev/null 2>&1
     end=$(date +%s.%N)
-    tokens=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["num_tokens"])' \
+    tokens=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["num_tokens"])' \
       "$work/out_$format/train/manifest.json")
     echo "$format,$repeat,$(awk -v s="$start" -v e="$end" 'BEGIN { print e - s }'),$text_bytes,$tokens" >>"$csv"
   done
 done
 
-python3 - "$csv" "$out/prep_formats.png" "$(lscpu | sed -n 's/^Model name: *//p')" <<'PY'
+# Debian's Python, which has matplotlib (python3-matplotlib, launch/install-deps.sh).
+/usr/bin/python3 - "$csv" "$out/prep_formats.png" "$(lscpu | sed -n 's/^Model name: *//p')" <<'PY'
 import csv, statistics, sys
 import matplotlib
 matplotlib.use("Agg")
@@ -67,7 +68,12 @@ mbs = [median(f, "text_bytes") / 1e6 for f in formats]
 tps = [median(f, "tokens") for f in formats]
 for f, m, t in zip(formats, mbs, tps):
     print(f"{f:8s} {m:8.2f} MB/s of text  {t:12.0f} tokens/s")
-print(f"parquet / jsonl: {mbs[1] / mbs[0]:.3f} (median of {len(rows) // 2} interleaved runs)")
+# Each repeat runs both formats back to back: the median of their ratios is the
+# figure least moved by other load on the machine.
+seconds = {(r["format"], r["repeat"]): float(r["seconds"]) for r in rows}
+ratios = [seconds[("jsonl", k)] / seconds[("parquet", k)] for f, k in seconds if f == "jsonl"]
+print(f"parquet / jsonl throughput: {statistics.median(ratios):.3f} "
+      f"(median of {len(ratios)} paired runs; per run {', '.join(f'{x:.2f}' for x in ratios)})")
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
 for ax, values, label in ((axes[0], mbs, "MB/s of text"), (axes[1], tps, "tokens/s")):
     ax.bar(formats, values, color=["tab:blue", "tab:orange"])

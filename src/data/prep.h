@@ -53,7 +53,7 @@ struct PrepSummary {
   std::string tokenizer_checksum;
   int64_t vocab_size = 0;
   std::vector<SplitSummary> splits;  // complete on rank 0 only
-  int64_t input_bytes = 0;           // bytes of input files (compressed size for gzip)
+  int64_t input_bytes = 0;           // bytes of input files (compressed size for .gz/.zst)
 };
 
 // Collective over `comm` when MPI is initialised; a single process otherwise.
