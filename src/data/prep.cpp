@@ -28,6 +28,18 @@ namespace {
 constexpr size_t kTrain = 0;
 constexpr size_t kVal = 1;
 
+// Token ids need the vocabulary they index, from a tokenizer or the options.
+void validate_import(const PrepOptions& options) {
+  const std::string format = corpus_format_name(options.corpus.format);
+  if (options.tokenizer_model.empty() && !options.vocab_size_given) {
+    throw InputError("prep: --format " + format + " needs --tokenizer or --vocab-size");
+  }
+  if (options.tokenizer_model.empty() && options.eos_id < 0) {
+    throw InputError("prep: --format " + format +
+                     " needs --eos-id (or a --tokenizer that has one)");
+  }
+}
+
 void validate(const PrepOptions& options) {
   if (options.out_dir.empty()) throw InputError("prep: --out is required");
   if (options.val_fraction < 0.0 || options.val_fraction >= 1.0) {
@@ -44,14 +56,10 @@ void validate(const PrepOptions& options) {
         "prep: give --val-input or a carve-out (--val-fraction/--val-count), not both");
   }
   if (is_pretokenized(options.corpus.format)) {
-    if (options.tokenizer_model.empty() && !options.vocab_size_given) {
-      throw InputError("prep: --format " + corpus_format_name(options.corpus.format) +
-                       " needs --tokenizer or --vocab-size");
-    }
-    if (options.tokenizer_model.empty() && options.eos_id < 0) {
-      throw InputError("prep: --format " + corpus_format_name(options.corpus.format) +
-                       " needs --eos-id (or a --tokenizer that has one)");
-    }
+    validate_import(options);
+  } else if (options.eos_id >= 0) {
+    throw InputError(
+        "prep: --eos-id is for --format megatron or npy (a text tokenizer has its own)");
   } else if (options.tokenizer_model.empty() &&
              (options.tokenizer.vocab_size < 8 ||
               options.tokenizer.vocab_size > (int64_t{1} << 31))) {

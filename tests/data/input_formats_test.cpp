@@ -376,6 +376,8 @@ TEST(TokenImport, MissingOptionsAreInputErrors) {
   options.inputs = {dir / "nothing"};
   options.eos_id = 3;
   expect_input_error([&] { run_prep(options); }, "no " + dir / "nothing.idx");
+  options.corpus.format = CorpusFormat::kText;
+  expect_input_error([&] { run_prep(options); }, "--eos-id is for --format megatron or npy");
 }
 
 }  // namespace
