@@ -4,6 +4,13 @@
 # (e.g. a machine's own PyTorch install); a LibTorch already on CMAKE_PREFIX_PATH
 # or Torch_DIR wins over both.
 include(MoelabTorch)
+# Parquet input (`moelab prep --format parquet`) needs pyarrow beside torch; a
+# machine's own PyTorch install (launch/gpu-check.sh) may lack it, so it can be
+# left out, and `--format parquet` then says so.
+option(MOELAB_WITH_PARQUET "Read Parquet corpora with Arrow from the pyarrow wheel" ON)
+if(MOELAB_WITH_PARQUET)
+  include(MoelabArrow)
+endif()
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(tomlplusplus REQUIRED)
@@ -12,6 +19,7 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(zstd CONFIG REQUIRED)
 find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
 # PCRE2 (UTF, Unicode properties, JIT) runs the pre-tokenizer regexes of
 # tokenizer.json and tiktoken tokenizers.
@@ -34,7 +42,7 @@ file(CREATE_LINK ${FMT_INCLUDE_DIR}/fmt ${_fmt_first}/fmt SYMBOLIC)
 target_include_directories(moelab_deps SYSTEM BEFORE INTERFACE ${_fmt_first})
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
-  spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB
+  spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB zstd::libzstd_shared
   ${XXHASH_LIBRARY} PkgConfig::PCRE2)
 target_include_directories(moelab_deps SYSTEM INTERFACE
   ${TORCH_INCLUDE_DIRS} ${HDF5_C_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIR})

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds moelab into build/ (Release, ccache, Ninja when present).
 # Extra arguments go to CMake, e.g. -DCMAKE_PREFIX_PATH=/path/to/libtorch.
+# MOELAB_BUILD_TARGETS (space-separated, e.g. "moelab") builds only those
+# targets and what they need; unset, everything (tests, benchmarks) is built.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MOELAB_BUILD_DIR:-$root/build}
@@ -11,4 +13,6 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 elif [ $# -gt 0 ]; then
   cmake "$build" "$@"
 fi
-cmake --build "$build" --parallel "${MOELAB_JOBS:-$(nproc)}"
+targets=()
+for target in ${MOELAB_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
+cmake --build "$build" --parallel "${MOELAB_JOBS:-$(nproc)}" "${targets[@]}"

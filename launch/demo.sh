@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The main job on the built-in demo corpus (Debian's fortunes): installs what is
-# missing, builds, prepares the corpus, trains a small dense model and its MoE
-# twin, and prints their best validation losses side by side. Both train on
-# MOELAB_DEMO_RANKS ranks (default 2, one core each): the dense model data-parallel,
-# the MoE with its 4 experts split over the ranks (parallel.ep = ranks).
+# missing, builds the moelab binary, prepares the corpus, trains a small dense
+# model and its MoE twin, and prints their best validation losses side by side.
+# Both train on MOELAB_DEMO_RANKS ranks (default 2, one core each): the dense
+# model data-parallel, the MoE with its 4 experts split over the ranks
+# (parallel.ep = ranks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 launch/install-deps.sh
-launch/build.sh
+# Only the binary the demo runs (launch/test.sh builds everything).
+MOELAB_BUILD_TARGETS=moelab launch/build.sh
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 data=data/fortunes
 

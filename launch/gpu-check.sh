@@ -51,7 +51,8 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 # A configure that failed leaves a cache without build files: start that one afresh.
 [ -f "$build/CMakeCache.txt" ] && ! [ -f "$build/build.ninja" ] && ! [ -f "$build/Makefile" ] && rm -rf "$build"
 [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DMOELAB_PYTHON="$python" -DMOELAB_WITH_NCCL=ON -DMOELAB_BUILD_TESTS=ON
+  -DMOELAB_PYTHON="$python" -DMOELAB_WITH_NCCL=ON -DMOELAB_BUILD_TESTS=ON \
+  -DMOELAB_WITH_PARQUET="$("$python" -c 'import pyarrow' 2>/dev/null && echo ON || echo OFF)"
 cmake --build "$build" --parallel "$(nproc)" --target moelab bench_model nccl_comm test_model
 if $build_only; then echo "gpu-check: built (--build-only)"; exit 0; fi
 

@@ -16,6 +16,7 @@ deps=(
   libhdf5-dev libhdf5-103-1 libsz2 libaec0 libhdf5-hl-100
   libtomlplusplus-dev libtomlplusplus3 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libcli11-dev nlohmann-json3-dev libxxhash-dev libxxhash0 libgtest-dev ninja-build zlib1g-dev zlib1g
+  libzstd-dev libzstd1
 )
 work=$(mktemp -d)
 (cd "$work" && apt-get download "${deps[@]}" >/dev/null 2>&1)

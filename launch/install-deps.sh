@@ -11,7 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev libtomlplusplus-dev libgtest-dev
   libsentencepiece-dev sentencepiece
-  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev libzstd-dev
   libpcre2-dev
   python3-matplotlib python3-numpy python3-h5py
   fortunes

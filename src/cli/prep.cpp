@@ -24,7 +24,7 @@ struct PrepCommandOptions {
 
 void apply_choices(PrepCommandOptions* options) {
   PrepOptions& prep = options->prep;
-  prep.corpus.format = options->format == "jsonl" ? CorpusFormat::kJsonl : CorpusFormat::kText;
+  prep.corpus.format = parse_corpus_format(options->format);
   prep.corpus.on_bad_json =
       options->on_bad_json == "skip" ? BadJsonPolicy::kSkip : BadJsonPolicy::kFail;
 }
@@ -46,27 +46,37 @@ void add_prep_command(CLI::App& root) {
       "Tokenize corpora into a sharded HDF5 token dataset (run under mpirun to parallelise)");
   auto options = std::make_shared<PrepCommandOptions>();
   PrepOptions& prep = options->prep;
-  sub->add_option("--input", prep.inputs, "Training corpus: files, folders or globs (repeatable)");
+  sub->add_option("--input,inputs", prep.inputs,
+                  "Training corpus: files, folders or globs; for megatron, PREFIX of "
+                  "PREFIX.idx/.bin (repeatable)");
   sub->add_option("--out", prep.out_dir, "Output dataset folder");
   sub->add_option("--val-input", prep.val_inputs, "Separate validation corpus (repeatable)");
   sub->add_option("--val-fraction", prep.val_fraction,
                   "Carve this fraction of training documents out as validation");
   sub->add_option("--val-count", prep.val_count, "Carve this many documents out as validation");
   sub->add_option("--exclude", prep.excludes, "Skip input files whose name matches (e.g. '*.dat')");
-  sub->add_option("--format", options->format, "Input format")
-      ->check(CLI::IsMember({"text", "jsonl"}))
+  sub->add_option("--format", options->format,
+                  "Input format: text or jsonl (plain, .gz or .zst), parquet, or token ids "
+                  "(megatron, npy) imported without retokenizing")
+      ->check(CLI::IsMember({"text", "jsonl", "parquet", "megatron", "npy"}))
       ->capture_default_str();
   sub->add_option("--separator", prep.corpus.separator, "Line that ends a text document")
       ->capture_default_str();
   sub->add_flag("--blank-line-separator", prep.corpus.blank_line_separator,
                 "Blank lines end text documents");
-  sub->add_option("--text-field", prep.corpus.text_field, "JSONL field with the text")
+  sub->add_option("--text-field", prep.corpus.text_field,
+                  "JSONL field or Parquet column with the text")
       ->capture_default_str();
+  sub->add_option("--eos-id", prep.eos_id,
+                  "End-of-document id of megatron/npy token ids (npy documents end after it)");
   sub->add_option("--on-bad-json", options->on_bad_json, "Invalid JSON lines: skip (warn) or fail")
       ->check(CLI::IsMember({"skip", "fail"}))
       ->capture_default_str();
-  sub->add_option("--vocab-size", prep.tokenizer.vocab_size, "Tokenizer vocabulary size")
-      ->capture_default_str();
+  auto* vocab_size =
+      sub->add_option(
+             "--vocab-size", prep.tokenizer.vocab_size,
+             "Tokenizer vocabulary size (megatron/npy without --tokenizer: ids are below it)")
+          ->capture_default_str();
   sub->add_option("--character-coverage", prep.tokenizer.character_coverage,
                   "SentencePiece character coverage")
       ->capture_default_str();
@@ -90,13 +100,14 @@ void add_prep_command(CLI::App& root) {
   sub->add_option("--threads", prep.threads, "Encoding threads per rank")->capture_default_str();
   sub->add_flag("--force", prep.force, "Replace a different dataset in --out");
   sub->add_option("--inspect", options->inspect, "Summarise a prepared dataset and exit");
-  sub->callback([options] {
+  sub->callback([options, vocab_size] {
     if (!options->inspect.empty()) {
       if (MpiSession::rank() == 0) std::cout << inspect_dataset(options->inspect);
       return;
     }
     if (options->prep.inputs.empty()) throw InputError("prep: --input is required");
     apply_choices(options.get());
+    options->prep.vocab_size_given = vocab_size->count() > 0;
     const PrepSummary summary = run_prep(options->prep);
     if (MpiSession::rank() == 0) print_summary(options->prep, summary);
   });

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "data/input_stream.h"
+#include "data/parquet/parquet_text_reader.h"
 #include "data/utf8.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -62,8 +64,19 @@ bool is_blank(const std::string& text) {
 }
 
 std::string where(const RawDocument& doc) {
+  if (doc.row_group >= 0) {
+    return *doc.file + ": row group " + std::to_string(doc.row_group) + ", row " +
+           std::to_string(doc.line);
+  }
   return *doc.file + ":" + std::to_string(doc.line);
 }
+
+constexpr std::pair<CorpusFormat, const char*> kFormatNames[] = {
+    {CorpusFormat::kText, "text"},
+    {CorpusFormat::kJsonl, "jsonl"},
+    {CorpusFormat::kParquet, "parquet"},
+    {CorpusFormat::kMegatron, "megatron"},
+    {CorpusFormat::kNpy, "npy"}};
 
 std::optional<std::string> reject_json(const RawDocument& doc, const CorpusOptions& options,
                                        const std::string& problem, bool warn_on_skip) {
@@ -96,78 +109,93 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
   return files;
 }
 
+CorpusFormat parse_corpus_format(const std::string& name) {
+  std::string choices;
+  for (const auto& [format, format_name] : kFormatNames) {
+    if (name == format_name) return format;
+    choices += std::string(choices.empty() ? "" : ", ") + format_name;
+  }
+  throw InputError("unknown input format '" + name + "' (expected one of: " + choices + ")");
+}
+
+std::string corpus_format_name(CorpusFormat format) {
+  for (const auto& [known, name] : kFormatNames) {
+    if (known == format) return name;
+  }
+  return "unknown";
+}
+
+bool is_pretokenized(CorpusFormat format) {
+  return format == CorpusFormat::kMegatron || format == CorpusFormat::kNpy;
+}
+
 RawDocumentReader::RawDocumentReader(std::vector<std::string> files, CorpusOptions options)
     : files_(std::move(files)), options_(std::move(options)) {}
 
-RawDocumentReader::~RawDocumentReader() {
-  close_file();
-}
+RawDocumentReader::~RawDocumentReader() = default;
 
 void RawDocumentReader::close_file() {
-  if (current_) gzclose(current_);
-  current_ = nullptr;
+  lines_.reset();
+  parquet_.reset();
 }
 
 bool RawDocumentReader::open_next_file() {
   close_file();
   if (next_file_ >= files_.size()) return false;
   const std::string& path = files_[next_file_++];
-  current_ = gzopen(path.c_str(), "rb");
-  if (!current_) throw InputError(path + ": cannot open input file");
-  gzbuffer(current_, 1 << 18);
-  line_number_ = 0;
+  if (options_.format == CorpusFormat::kParquet) {
+    parquet_ = std::make_unique<ParquetTextReader>(path, options_.text_field);
+  } else {
+    lines_ = std::make_unique<LineReader>(path);
+  }
   return true;
 }
 
-bool RawDocumentReader::read_line(std::string* line) {
-  line->clear();
-  char buffer[1 << 16];
-  while (gzgets(current_, buffer, sizeof(buffer)) != nullptr) {
-    line->append(buffer);
-    if (!line->empty() && line->back() == '\n') break;
+bool RawDocumentReader::next_in_parquet(RawDocument* doc) {
+  while (parquet_->next(&doc->text, &doc->row_group, &doc->line)) {
+    if (!is_blank(doc->text)) return true;
   }
-  int error = Z_OK;
-  const char* message = gzerror(current_, &error);
-  if (error != Z_OK && error != Z_STREAM_END) {
-    throw InputError(files_[next_file_ - 1] + ": cannot read input (" + message +
-                     "; truncated or corrupt gzip?)");
-  }
-  if (line->empty()) return false;
-  ++line_number_;
-  if (line->back() == '\n') line->pop_back();
-  if (!line->empty() && line->back() == '\r') line->pop_back();
-  return true;
+  return false;
 }
 
-bool RawDocumentReader::next(RawDocument* doc) {
+bool RawDocumentReader::next_in_text(RawDocument* doc) {
   std::string line;
-  while (current_ || open_next_file()) {
-    doc->file = &files_[next_file_ - 1];
+  doc->row_group = -1;
+  bool separator_seen = true;
+  // Separators in a row (or blank runs) give empty documents: not documents at all.
+  while (separator_seen) {
     doc->text.clear();
-    bool separator_seen = false;
-    while (!separator_seen && read_line(&line)) {
+    separator_seen = false;
+    while (!separator_seen && lines_->next(&line)) {
       if (options_.format == CorpusFormat::kJsonl) {
         if (is_blank(line)) continue;
         doc->text = std::move(line);
-        doc->line = line_number_;
+        doc->line = lines_->line_number();
         return true;
       }
       separator_seen =
           options_.blank_line_separator ? is_blank(line) : trim_right(line) == options_.separator;
       if (separator_seen || (doc->text.empty() && is_blank(line))) continue;
       if (doc->text.empty()) {
-        doc->line = line_number_;
+        doc->line = lines_->line_number();
       } else {
         doc->text += '\n';
       }
       doc->text += line;
     }
-    if (!separator_seen) close_file();
-    // Separators in a row (or blank runs) give empty documents: not documents at all.
     if (!doc->text.empty()) {
       doc->text = trim_right(std::move(doc->text));
       return true;
     }
+  }
+  return false;
+}
+
+bool RawDocumentReader::next(RawDocument* doc) {
+  while (file_open() || open_next_file()) {
+    doc->file = &files_[next_file_ - 1];
+    if (parquet_ ? next_in_parquet(doc) : next_in_text(doc)) return true;
+    close_file();
   }
   return false;
 }
@@ -182,7 +210,7 @@ std::optional<std::string> document_text(const RawDocument& doc, const CorpusOpt
       return reject_json(doc, options, problem, warn_on_skip);
     throw InputError(where(doc) + ": " + problem);
   }
-  if (options.format == CorpusFormat::kText) return doc.text;
+  if (options.format != CorpusFormat::kJsonl) return doc.text;
   const auto parsed = nlohmann::json::parse(doc.text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return reject_json(doc, options, "invalid JSON", warn_on_skip);
   if (!parsed.is_object())

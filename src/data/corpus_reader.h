@@ -1,25 +1,31 @@
 // Reading corpora: plain text with a document separator line (or blank lines),
-// or JSON Lines with a text field; either may be gzip-compressed (detected from
-// the content, so no naming convention is needed).
+// JSON Lines with a text field (either may be gzip- or zstd-compressed, detected
+// from the content: see data/input_stream.h), or a Parquet string column.
 #pragma once
 
-#include <zlib.h>
-
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace moelab {
 
-enum class CorpusFormat { kText, kJsonl };
+// kMegatron and kNpy are token arrays, imported without a tokenizer
+// (data/token_import.h); the others are text.
+enum class CorpusFormat { kText, kJsonl, kParquet, kMegatron, kNpy };
 enum class BadJsonPolicy { kSkip, kFail };
+
+// InputError listing the choices for an unknown name.
+CorpusFormat parse_corpus_format(const std::string& name);
+std::string corpus_format_name(CorpusFormat format);
+bool is_pretokenized(CorpusFormat format);
 
 struct CorpusOptions {
   CorpusFormat format = CorpusFormat::kText;
   std::string separator = "<|endoftext|>";  // a line equal to this ends a text document
   bool blank_line_separator = false;        // blank lines end text documents instead
-  std::string text_field = "text";          // JSONL field holding the document
+  std::string text_field = "text";          // JSONL field or Parquet column holding the document
   BadJsonPolicy on_bad_json = BadJsonPolicy::kFail;
 };
 
@@ -30,13 +36,18 @@ struct CorpusOptions {
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs,
                                        const std::vector<std::string>& excludes);
 
-// A document as found in the file, before JSON parsing and UTF-8 checks; `line`
-// is its first line (1-based), for messages.
+// A document as found in the file, before JSON parsing and UTF-8 checks; for
+// messages, `line` is its first line (1-based), or for Parquet its row (0-based)
+// within row group `row_group`.
 struct RawDocument {
   std::string text;
   const std::string* file = nullptr;
   int64_t line = 0;
+  int64_t row_group = -1;
 };
+
+class LineReader;
+class ParquetTextReader;
 
 // Streams the raw documents of `files` in order. Whitespace-only documents are
 // skipped here, so every rank enumerates exactly the same sequence.
@@ -51,14 +62,17 @@ class RawDocumentReader {
 
  private:
   bool open_next_file();
-  bool read_line(std::string* line);  // without the newline; false at end of file
+  bool file_open() const { return lines_ || parquet_; }
   void close_file();
+  // Reads the next document of the open file; false at its end.
+  bool next_in_text(RawDocument* doc);
+  bool next_in_parquet(RawDocument* doc);
 
   std::vector<std::string> files_;
   CorpusOptions options_;
   size_t next_file_ = 0;
-  gzFile current_ = nullptr;
-  int64_t line_number_ = 0;
+  std::unique_ptr<LineReader> lines_;
+  std::unique_ptr<ParquetTextReader> parquet_;
 };
 
 // The document's text: the JSON field for JSONL, validated as UTF-8. Returns

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "data/dataset_info.h"
+#include "data/shard_format.h"
 #include "data/shard_reader.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
@@ -52,6 +53,11 @@ std::string inspect_dataset(const std::string& dataset_dir) {
   const DatasetInfo& first = splits.front();
   report << "  vocab size " << first.vocab_size << ", eos id " << first.eos_id
          << ", tokenizer checksum " << first.tokenizer_checksum << "\n";
+  if (first.tokenizer_checksum == kNoTokenizer) {
+    report << "  decode is unavailable for this dataset (imported from token ids without "
+              "--tokenizer)\n";
+    return report.str();
+  }
   const Tokenizer tokenizer = Tokenizer::from_dataset(dataset_dir);
   report << "  first " << first.split << " document:\n"
          << first_document_text(first, tokenizer) << "\n";

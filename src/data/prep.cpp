@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "data/rank_group.h"
 #include "data/shard_format.h"
 #include "data/shard_sink.h"
+#include "data/token_import.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -25,6 +27,18 @@ namespace {
 
 constexpr size_t kTrain = 0;
 constexpr size_t kVal = 1;
+
+// Token ids need the vocabulary they index, from a tokenizer or the options.
+void validate_import(const PrepOptions& options) {
+  const std::string format = corpus_format_name(options.corpus.format);
+  if (options.tokenizer_model.empty() && !options.vocab_size_given) {
+    throw InputError("prep: --format " + format + " needs --tokenizer or --vocab-size");
+  }
+  if (options.tokenizer_model.empty() && options.eos_id < 0) {
+    throw InputError("prep: --format " + format +
+                     " needs --eos-id (or a --tokenizer that has one)");
+  }
+}
 
 void validate(const PrepOptions& options) {
   if (options.out_dir.empty()) throw InputError("prep: --out is required");
@@ -41,8 +55,14 @@ void validate(const PrepOptions& options) {
     throw InputError(
         "prep: give --val-input or a carve-out (--val-fraction/--val-count), not both");
   }
-  if (options.tokenizer_model.empty() &&
-      (options.tokenizer.vocab_size < 8 || options.tokenizer.vocab_size > (int64_t{1} << 31))) {
+  if (is_pretokenized(options.corpus.format)) {
+    validate_import(options);
+  } else if (options.eos_id >= 0) {
+    throw InputError(
+        "prep: --eos-id is for --format megatron or npy (a text tokenizer has its own)");
+  } else if (options.tokenizer_model.empty() &&
+             (options.tokenizer.vocab_size < 8 ||
+              options.tokenizer.vocab_size > (int64_t{1} << 31))) {
     throw InputError("prep: --vocab-size must be in [8, 2^31]");
   }
   if (options.tokenizer_sample_docs <= 0)
@@ -72,7 +92,7 @@ json prep_record(const PrepOptions& options, const std::vector<std::string>& tra
       {"val_inputs", file_list(val_files)},
       {"val_fraction", options.val_fraction},
       {"val_count", options.val_count},
-      {"format", corpus.format == CorpusFormat::kJsonl ? "jsonl" : "text"},
+      {"format", corpus_format_name(corpus.format)},
       {"separator", corpus.blank_line_separator ? std::string("<blank line>") : corpus.separator},
       {"text_field", corpus.text_field},
       {"on_bad_json", corpus.on_bad_json == BadJsonPolicy::kSkip ? "skip" : "fail"},
@@ -85,6 +105,7 @@ json prep_record(const PrepOptions& options, const std::vector<std::string>& tra
       {"tokenizer_sample_docs", options.tokenizer_sample_docs},
       {"shard_tokens", options.shard_tokens},
       {"seed", options.seed}};
+  if (is_pretokenized(corpus.format)) record["eos_id"] = options.eos_id;
   record["fingerprint"] = checksum_hex(xxhash64_bytes(record.dump()));
   return record;
 }
@@ -128,12 +149,15 @@ void on_root(const RankGroup& group, Work work) {
   group.throw_if_any_failed(error);
 }
 
+// The tokenizer file given with --tokenizer: the one place prep loads one.
+Tokenizer existing_tokenizer(const PrepOptions& options) {
+  return Tokenizer::from_file(options.tokenizer_model, options.tokenizer_settings);
+}
+
 Tokenizer make_tokenizer(const PrepOptions& options, const RankGroup& group,
                          const std::vector<std::string>& train_files,
                          const std::vector<bool>& is_validation) {
-  if (!options.tokenizer_model.empty()) {
-    return Tokenizer::from_file(options.tokenizer_model, options.tokenizer_settings);
-  }
+  if (!options.tokenizer_model.empty()) return existing_tokenizer(options);
   std::string model;
   on_root(group, [&] {
     const auto eligible = [&](int64_t index) {
@@ -155,74 +179,175 @@ int64_t total_bytes(const std::vector<std::string>& files) {
   return total;
 }
 
+// What the dataset records about its tokenizer; no tokenizer for an import
+// without one, whose tokens cannot be decoded.
+struct DatasetTokenizer {
+  std::optional<Tokenizer> tokenizer;
+  int64_t vocab_size = 0;
+  int64_t eos_id = -1;
+  std::string checksum() const { return tokenizer ? tokenizer->checksum() : kNoTokenizer; }
+};
+
+DatasetTokenizer import_tokenizer(const PrepOptions& options) {
+  DatasetTokenizer result{std::nullopt, options.tokenizer.vocab_size, options.eos_id};
+  if (!options.tokenizer_model.empty()) {
+    const Tokenizer tokenizer = existing_tokenizer(options);
+    if (options.eos_id >= 0 && options.eos_id != tokenizer.eos_id()) {
+      throw InputError("prep: --eos-id " + std::to_string(options.eos_id) + " differs from " +
+                       options.tokenizer_model + "'s end-of-document id " +
+                       std::to_string(tokenizer.eos_id()));
+    }
+    result = {tokenizer, tokenizer.vocab_size(), tokenizer.eos_id()};
+  }
+  if (result.eos_id < 0 || result.eos_id >= result.vocab_size) {
+    throw InputError("prep: --eos-id " + std::to_string(result.eos_id) +
+                     " is outside the vocabulary [0, " + std::to_string(result.vocab_size) + ")");
+  }
+  return result;
+}
+
+// The inputs' sources: files, or for Megatron the PREFIX of each .idx/.bin pair.
+struct PrepSources {
+  std::vector<std::string> train;
+  std::vector<std::string> val;
+};
+
+PrepSources resolve_sources(const PrepOptions& options) {
+  const CorpusFormat format = options.corpus.format;
+  const auto resolve = [&](const std::vector<std::string>& inputs) {
+    if (inputs.empty()) return std::vector<std::string>();
+    return is_pretokenized(format) ? token_sources(inputs, options.excludes, format)
+                                   : expand_inputs(inputs, options.excludes);
+  };
+  if (options.inputs.empty()) throw InputError("prep: --input is required");
+  return {resolve(options.inputs), resolve(options.val_inputs)};
+}
+
+std::vector<std::string> files_read(const PrepOptions& options,
+                                    const std::vector<std::string>& sources) {
+  const CorpusFormat format = options.corpus.format;
+  return is_pretokenized(format) ? token_source_files(sources, format) : sources;
+}
+
+std::vector<bool> choose_validation(const PrepOptions& options,
+                                    const std::function<int64_t()>& count_documents) {
+  if (options.val_fraction <= 0.0 && options.val_count <= 0) return {};
+  return choose_validation_documents(count_documents(), options.val_fraction, options.val_count,
+                                     options.seed);
+}
+
+// Rank 0's writers of the two splits (null elsewhere).
+struct SplitSinks {
+  std::unique_ptr<ShardSink> train;
+  std::unique_ptr<ShardSink> val;
+  std::vector<ShardSink*> pointers() const { return {train.get(), val.get()}; }
+};
+
+// Rank 0: writes the tokenizer file (when there is one) and opens the sinks.
+SplitSinks open_sinks(const PrepOptions& options, const DatasetTokenizer& tokenizer) {
+  const fs::path out(options.out_dir);
+  ShardHeader header;
+  header.vocab_size = tokenizer.vocab_size;
+  header.eos_id = tokenizer.eos_id;
+  header.tokenizer_checksum = tokenizer.checksum();
+  if (tokenizer.tokenizer) tokenizer.tokenizer->save_to_dataset(out.string());
+  SplitSinks sinks;
+  header.split = "train";
+  sinks.train = std::make_unique<ShardSink>((out / "train").string(), header, options.shard_tokens);
+  header.split = "val";
+  sinks.val = std::make_unique<ShardSink>((out / "val").string(), header, options.shard_tokens);
+  return sinks;
+}
+
+// Rank 0: the manifests (only once every document is in) and prep.json.
+void finish_splits(const PrepOptions& options, const SplitSinks& sinks, bool want_val,
+                   const json& record, PrepSummary* summary) {
+  if (sinks.train->num_docs() == 0) throw InputError("prep: the inputs hold no training documents");
+  if (want_val && sinks.val->num_docs() == 0) {
+    throw InputError("prep: the validation inputs hold no documents");
+  }
+  for (ShardSink* sink : sinks.pointers()) {
+    if (sink->num_docs() == 0) continue;
+    const Manifest manifest = sink->finish();
+    summary->splits.push_back({manifest.split, manifest.num_docs(), manifest.num_tokens(),
+                               static_cast<int64_t>(manifest.shards.size())});
+  }
+  if (!want_val) spdlog::warn("prep: no validation split (give --val-input or --val-fraction)");
+  write_file_atomically((fs::path(options.out_dir) / "prep.json").string(), record.dump(2) + "\n");
+}
+
+PrepSummary summary_of(const DatasetTokenizer& tokenizer, int64_t input_bytes) {
+  PrepSummary summary;
+  summary.tokenizer_checksum = tokenizer.checksum();
+  summary.vocab_size = tokenizer.vocab_size;
+  summary.input_bytes = input_bytes;
+  return summary;
+}
+
+// Megatron / .npy: the tokens go to the shards as they are, on rank 0.
+void import_splits(const PrepOptions& options, const PrepSources& sources,
+                   const DatasetTokenizer& tokenizer, const json& record, PrepSummary* summary) {
+  const TokenImportSettings settings{options.corpus.format, tokenizer.vocab_size, tokenizer.eos_id};
+  const std::vector<bool> is_validation =
+      choose_validation(options, [&] { return count_token_documents(sources.train, settings); });
+  const SplitSinks sinks = open_sinks(options, tokenizer);
+  import_token_documents(
+      sources.train, settings,
+      [&](int64_t index) { return !is_validation.empty() && is_validation[index] ? kVal : kTrain; },
+      sinks.pointers());
+  import_token_documents(
+      sources.val, settings, [](int64_t) { return kVal; }, sinks.pointers());
+  finish_splits(options, sinks, !is_validation.empty() || !sources.val.empty(), record, summary);
+}
+
+// Text: trains or loads the tokenizer, then encodes across the ranks.
+void encode_splits(const PrepOptions& options, const RankGroup& group, const PrepSources& sources,
+                   const json& record, PrepSummary* summary) {
+  // Every rank reads the same files, so every rank computes the same choice.
+  const std::vector<bool> is_validation =
+      choose_validation(options, [&] { return count_documents(sources.train, options.corpus); });
+  const Tokenizer tokenizer = make_tokenizer(options, group, sources.train, is_validation);
+  const DatasetTokenizer recorded{tokenizer, tokenizer.vocab_size(), tokenizer.eos_id()};
+  *summary = summary_of(recorded, summary->input_bytes);
+
+  SplitSinks sinks;
+  on_root(group, [&] { sinks = open_sinks(options, recorded); });
+  const EncodeSettings settings{options.threads, options.block_docs};
+  encode_corpus(
+      sources.train, options.corpus, tokenizer, group, settings,
+      [&](int64_t index) { return !is_validation.empty() && is_validation[index] ? kVal : kTrain; },
+      sinks.pointers());
+  if (!sources.val.empty()) {
+    encode_corpus(
+        sources.val, options.corpus, tokenizer, group, settings, [](int64_t) { return kVal; },
+        sinks.pointers());
+  }
+  on_root(group, [&] {
+    finish_splits(options, sinks, !is_validation.empty() || !sources.val.empty(), record, summary);
+  });
+}
+
 }  // namespace
 
 PrepSummary run_prep(const PrepOptions& options, MPI_Comm comm) {
   const RankGroup group(comm);
   validate(options);
-  const std::vector<std::string> train_files = expand_inputs(options.inputs, options.excludes);
-  const std::vector<std::string> val_files =
-      options.val_inputs.empty() ? std::vector<std::string>()
-                                 : expand_inputs(options.val_inputs, options.excludes);
+  const PrepSources sources = resolve_sources(options);
+  const std::vector<std::string> train_files = files_read(options, sources.train);
+  const std::vector<std::string> val_files = files_read(options, sources.val);
   const json record = prep_record(options, train_files, val_files);
   on_root(group, [&] { prepare_output_dir(options, record); });
+  const int64_t input_bytes = total_bytes(train_files) + total_bytes(val_files);
 
-  // Every rank reads the same files, so every rank computes the same choice.
-  std::vector<bool> is_validation;
-  if (options.val_fraction > 0.0 || options.val_count > 0) {
-    is_validation =
-        choose_validation_documents(count_documents(train_files, options.corpus),
-                                    options.val_fraction, options.val_count, options.seed);
+  if (!is_pretokenized(options.corpus.format)) {
+    PrepSummary summary;
+    summary.input_bytes = input_bytes;
+    encode_splits(options, group, sources, record, &summary);
+    return summary;
   }
-  const Tokenizer tokenizer = make_tokenizer(options, group, train_files, is_validation);
-  const fs::path out(options.out_dir);
-  ShardHeader header;
-  header.vocab_size = tokenizer.vocab_size();
-  header.eos_id = tokenizer.eos_id();
-  header.tokenizer_checksum = tokenizer.checksum();
-
-  std::unique_ptr<ShardSink> train_sink;
-  std::unique_ptr<ShardSink> val_sink;
-  on_root(group, [&] {
-    tokenizer.save_to_dataset(out.string());
-    header.split = "train";
-    train_sink =
-        std::make_unique<ShardSink>((out / "train").string(), header, options.shard_tokens);
-    header.split = "val";
-    val_sink = std::make_unique<ShardSink>((out / "val").string(), header, options.shard_tokens);
-  });
-  const std::vector<ShardSink*> sinks = {train_sink.get(), val_sink.get()};
-  const EncodeSettings settings{options.threads, options.block_docs};
-  encode_corpus(
-      train_files, options.corpus, tokenizer, group, settings,
-      [&](int64_t index) { return !is_validation.empty() && is_validation[index] ? kVal : kTrain; },
-      sinks);
-  if (!val_files.empty()) {
-    encode_corpus(
-        val_files, options.corpus, tokenizer, group, settings, [](int64_t) { return kVal; }, sinks);
-  }
-
-  PrepSummary summary;
-  summary.tokenizer_checksum = header.tokenizer_checksum;
-  summary.vocab_size = header.vocab_size;
-  summary.input_bytes = total_bytes(train_files) + total_bytes(val_files);
-  on_root(group, [&] {
-    if (train_sink->num_docs() == 0) {
-      throw InputError("prep: the inputs hold no training documents");
-    }
-    const bool want_val = !is_validation.empty() || !val_files.empty();
-    if (want_val && val_sink->num_docs() == 0) {
-      throw InputError("prep: the validation inputs hold no documents");
-    }
-    for (ShardSink* sink : {train_sink.get(), val_sink.get()}) {
-      if (sink->num_docs() == 0) continue;
-      const Manifest manifest = sink->finish();
-      summary.splits.push_back({manifest.split, manifest.num_docs(), manifest.num_tokens(),
-                                static_cast<int64_t>(manifest.shards.size())});
-    }
-    if (!want_val) spdlog::warn("prep: no validation split (give --val-input or --val-fraction)");
-    write_file_atomically((out / "prep.json").string(), record.dump(2) + "\n");
-  });
+  const DatasetTokenizer tokenizer = import_tokenizer(options);
+  PrepSummary summary = summary_of(tokenizer, input_bytes);
+  on_root(group, [&] { import_splits(options, sources, tokenizer, record, &summary); });
   return summary;
 }
 

@@ -1,10 +1,14 @@
 // `moelab prep`: corpus -> tokenizer -> sharded HDF5 token dataset
 //   <out>/tokenizer.model (or tokenizer.json / tokenizer.tiktoken and
-//   tokenizer_settings.json, see tokenizer.h), <out>/prep.json,
+//   tokenizer_settings.json, see tokenizer.h; absent for imports without a
+//   tokenizer), <out>/prep.json,
 //   <out>/train/manifest.json + shard_00000.h5 ..., <out>/val/...
 // Documents are dealt round-robin to the ranks of `comm` (and split over
 // threads within a rank), encoded, and gathered in order to rank 0, which
 // writes; the output is byte-identical for any number of ranks and threads.
+// Pre-tokenized inputs (data/token_import.h) are read and written by rank 0.
+// Each split's manifest.json is written last, so a failed prep leaves no
+// readable dataset behind.
 #pragma once
 
 #include <mpi.h>
@@ -30,7 +34,11 @@ struct PrepOptions {
   int64_t tokenizer_sample_docs = 20000;  // bounded sample the tokenizer trains on
   std::string tokenizer_model;            // existing tokenizer file instead of training
   TokenizerSettings tokenizer_settings;   // for a tokenizer.json or .tiktoken file
-  int64_t shard_tokens = 1 << 24;         // target tokens per shard
+  // Pre-tokenized inputs (corpus.format megatron or npy): the end-of-document
+  // id, and whether tokenizer.vocab_size was given (needed without --tokenizer).
+  int64_t eos_id = -1;
+  bool vocab_size_given = false;
+  int64_t shard_tokens = 1 << 24;  // target tokens per shard
   uint64_t seed = 0;
   int threads = 1;            // encoding threads per rank
   bool force = false;         // replace a different dataset in out_dir
@@ -48,7 +56,7 @@ struct PrepSummary {
   std::string tokenizer_checksum;
   int64_t vocab_size = 0;
   std::vector<SplitSummary> splits;  // complete on rank 0 only
-  int64_t input_bytes = 0;           // bytes of input files (compressed size for gzip)
+  int64_t input_bytes = 0;           // bytes of input files (compressed size for .gz/.zst)
 };
 
 // Collective over `comm` when MPI is initialised; a single process otherwise.

@@ -12,6 +12,9 @@ namespace moelab {
 
 // Bump when the layout changes; readers refuse other versions.
 inline constexpr int64_t kShardFormatVersion = 1;
+// tokenizer_checksum of a dataset imported from token ids without a tokenizer
+// file: its tokens cannot be decoded.
+inline constexpr const char* kNoTokenizer = "none";
 inline constexpr int64_t kTokensChunk = 1 << 16;
 
 struct ShardHeader {

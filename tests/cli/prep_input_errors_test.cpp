@@ -1,0 +1,52 @@
+// `moelab prep` on damaged inputs of each format: exit 2, one error line naming
+// the file, no crash and no dataset left behind.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result prep(const std::string& args) {
+  const std::string cmd = std::string(MOELAB_BINARY) + " prep " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  return {WEXITSTATUS(pclose(pipe)), out};
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(CliPrep, DamagedInputsExitTwoNamingTheFile) {
+  const std::string dir = testing::TempDir() + "/prep_input_errors";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A zstd frame header and nothing after it.
+  write_bytes(dir + "/cut.jsonl.zst", std::string("\x28\xB5\x2F\xFD\x24\x40", 6));
+  write_bytes(dir + "/bad.parquet", "PAR1 this is not a parquet file");
+  write_bytes(dir + "/bad.idx", "NOTMEGATRON and some more bytes to fill a header");
+  write_bytes(dir + "/bad.bin", "xx");
+  const std::pair<std::string, std::string> cases[] = {
+      {"--format jsonl " + dir + "/cut.jsonl.zst", dir + "/cut.jsonl.zst: after line 0"},
+      {"--format parquet " + dir + "/bad.parquet", dir + "/bad.parquet: not a readable Parquet"},
+      {"--format megatron " + dir + "/bad --vocab-size 10 --eos-id 1",
+       dir + "/bad.idx: not a Megatron index"}};
+  for (const auto& [args, message] : cases) {
+    const Result r = prep(args + " --force --out " + dir + "/out");
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out/train/manifest.json")) << args;
+  }
+}
+
+}  // namespace
