@@ -104,8 +104,10 @@ void moe_keys(const json& j, HfFamily family, Config& cfg, const std::string& pa
   auto& e = cfg.moe;
   e.enabled = true;
   e.top_k = config_value<int64_t>(j, "num_experts_per_tok", path);
-  e.num_experts = config_value<int64_t>(
-      j, family == HfFamily::Mixtral ? "num_local_experts" : "num_experts", path);
+  // The Hub's Qwen and OLMoE configs say num_experts; transformers 5 writes
+  // num_local_experts for some of them.
+  const bool local = family == HfFamily::Mixtral || !is_set(j, "num_experts");
+  e.num_experts = config_value<int64_t>(j, local ? "num_local_experts" : "num_experts", path);
   const bool qwen = family == HfFamily::Qwen2Moe || family == HfFamily::Qwen3Moe;
   e.d_expert = config_value<int64_t>(j, qwen ? "moe_intermediate_size" : "intermediate_size", path);
   if (family != HfFamily::Mixtral) {

@@ -153,6 +153,11 @@ INSTANTIATE_TEST_SUITE_P(
                                  }}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
 
+void load_tensors(Transformer& model, const std::map<std::string, torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) p.value().copy_(tensors.at(p.key()));
+}
+
 struct ImportCase {
   std::string name, family, options;
 };
@@ -167,8 +172,12 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
   const auto& c = GetParam();
   make_hf_model(c.family, c.options, dir / "hf");
   const std::string ckpt = import_hf(dir / "hf", dir / "imported");
-  Transformer model = testing::load_model_checkpoint(ckpt);
-  const Config cfg = parse_config(load_checkpoint(ckpt).meta.at("config").get<std::string>(), ckpt);
+  const LoadedCheckpoint imported = load_checkpoint(ckpt);
+  Config cfg = parse_config(imported.meta.at("config").get<std::string>(), ckpt);
+  cfg.train.precision = "fp32";  // transformers computes in float32 here
+  Transformer model(cfg);
+  model->eval();
+  load_tensors(model, imported.tensors);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
   torch::NoGradGuard no_grad;
   const auto ours = model->forward(tokens).logits;

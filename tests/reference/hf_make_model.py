@@ -58,6 +58,7 @@ def main():
             p.copy_(torch.zeros_like(p) if zero else torch.randn_like(p) * 0.3)
     model = model.to(dtype)
     if fused:
+        model.config.architectures = [model_cls.__name__]
         model.config.save_pretrained(out)
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         if model.config.tie_word_embeddings:
