@@ -10,6 +10,7 @@
 #include "convert/dense_to_moe.h"
 #include "convert/hf_config.h"
 #include "convert/hf_tensors.h"
+#include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "train/checkpoint_io.h"
 #include "util/atomic_file.h"
@@ -165,6 +166,11 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
   write_safetensors(out + "/model.safetensors", tensors, {{"format", "pt"}});
   write_file_atomically(out + "/config.json", hf_config_json(cfg, family).dump(2) + "\n");
   spdlog::info("exported {} as {} to {}", checkpoint, hf_architecture(family), out);
+  if (write_hf_tokenizer(cfg.data.dir, out, cfg.model.seq_len) == TokenizerKind::None) {
+    spdlog::info(
+        "no tokenizer written: data.dir = \"{}\" holds none moelab writes for transformers",
+        cfg.data.dir);
+  }
 }
 
 std::string import_hf(const std::string& hf_dir, const std::string& out) {

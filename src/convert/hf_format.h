@@ -19,7 +19,8 @@
 namespace moelab {
 
 // Writes <out>/config.json and <out>/model.safetensors (float32), logging the
-// family chosen.
+// family chosen, and the tokenizer of the checkpoint's data.dir where there is
+// one transformers can read (hf_tokenizer.h).
 void export_hf(const std::string& checkpoint, const std::string& out);
 
 // Reads a folder of any of those families (model.safetensors, or the shards

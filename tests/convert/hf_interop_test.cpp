@@ -12,7 +12,9 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
 #include "convert/safetensors.h"
+#include "data/tokenizer.h"
 #include "model/model_test_util.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -328,6 +331,68 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
       EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << e.what();
     }
     EXPECT_FALSE(std::filesystem::exists(dir / "hf/model.safetensors"));
+  }
+}
+
+// Texts with what SentencePiece normalises: repeated spaces, tabs, leading
+// and trailing blanks, full-width letters, a ligature, accents.
+std::vector<std::string> tokenizer_corpus() {
+  const std::vector<std::string> words = {"the",  "router", "sends", "tokens", "to",
+                                          "each", "expert", "über",  "ﬁne",    "ｔｕｎｅ"};
+  const std::vector<std::string> gaps = {" ", "  ", "\t", " \t "};
+  std::vector<std::string> texts;
+  for (size_t d = 0; d < 120; ++d) {
+    std::string text = d % 3 == 0 ? "  " : "";
+    for (size_t w = 0; w < 9; ++w) {
+      text += words[(d * 7 + w * 3) % words.size()] + gaps[(d + w) % gaps.size()];
+    }
+    texts.push_back(text);
+  }
+  return texts;
+}
+
+std::vector<std::vector<int64_t>> hf_token_ids(const std::string& hf_dir,
+                                               const std::vector<std::string>& texts,
+                                               const TempDir& dir) {
+  {
+    std::ofstream out(dir / "texts.txt", std::ios::binary);
+    for (size_t i = 0; i < texts.size(); ++i) out << (i ? "\n" : "") << texts[i];
+  }
+  const std::string cmd = kPython + " " + kReference + "hf_tokenize.py " + hf_dir + " " +
+                          (dir / "texts.txt") + " " + (dir / "ids.txt");
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<int64_t>> ids;
+  std::ifstream in(dir / "ids.txt");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    ids.emplace_back(std::istream_iterator<int64_t>(words), std::istream_iterator<int64_t>());
+  }
+  return ids;
+}
+
+// The dataset's SentencePiece model goes next to the weights, and transformers'
+// AutoTokenizer gives the ids moelab's prep gives (less prep's closing EOS).
+TEST(HfExport, WritesTheDatasetsTokenizerGivingPrepsIds) {
+  ASSERT_TRUE(transformers_available());
+  TempDir dir;
+  const auto texts = tokenizer_corpus();
+  TokenizerTrainOptions options;
+  options.vocab_size = 80;
+  const Tokenizer tokenizer(train_tokenizer(texts, options), "test.model");
+  std::filesystem::create_directories(dir / "data");
+  write_file_atomically(dir / "data/tokenizer.model", tokenizer.serialized());
+  Config cfg = testing::tiny_config(true);
+  cfg.model.vocab_size = tokenizer.vocab_size();
+  cfg.data.dir = dir / "data";
+  Transformer model(cfg);
+  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+  ASSERT_TRUE(std::filesystem::exists(dir / "hf/tokenizer_config.json"));
+  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
+  const auto ours = tokenizer.encode_documents(texts);
+  ASSERT_EQ(theirs.size(), ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
+    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
   }
 }
 
