@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <set>
 #include <vector>
 
 #include "util/error.h"
