@@ -1,5 +1,6 @@
 // `moelab export CKPT --format hf --out DIR` and `moelab import HF_DIR --out DIR`:
-// Hugging Face LlamaForCausalLM / MixtralForCausalLM folders (src/convert/hf_format.h).
+// Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE folders
+// (src/convert/hf_format.h).
 #include <memory>
 #include <string>
 
@@ -15,10 +16,13 @@ void add_export_command(CLI::App& root) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = root.add_subcommand(
-      "export", "Write a checkpoint as a Hugging Face model (Llama dense, Mixtral MoE)");
+      "export",
+      "Write a checkpoint as a Hugging Face model (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE or OLMoE, "
+      "whichever expresses it) with the dataset's tokenizer");
   cmd->add_option("checkpoint", o->checkpoint, "checkpoint folder")->required();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"hf"}));
-  cmd->add_option("--out", o->out, "output folder (config.json, model.safetensors)")->required();
+  cmd->add_option("--out", o->out, "output folder (config.json, model.safetensors, tokenizer)")
+      ->required();
   cmd->callback([o] {
     if (MpiSession::rank() == 0) export_hf(o->checkpoint, o->out);
   });
@@ -29,8 +33,9 @@ void add_import_command(CLI::App& root) {
     std::string hf_dir, out;
   };
   auto o = std::make_shared<Options>();
-  auto* cmd =
-      root.add_subcommand("import", "Read a Hugging Face LlamaForCausalLM folder as a checkpoint");
+  auto* cmd = root.add_subcommand(
+      "import",
+      "Read a Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE or OLMoE folder as a checkpoint");
   cmd->add_option("hf_dir", o->hf_dir, "folder with config.json and model.safetensors")->required();
   cmd->add_option("--out", o->out, "output folder (config.toml and the weights)")->required();
   cmd->callback([o] {

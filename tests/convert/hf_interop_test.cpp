@@ -1,8 +1,9 @@
-// Hugging Face interop: an exported dense model loads in transformers as
-// LlamaForCausalLM and an MoE as MixtralForCausalLM, both giving moelab's
-// logits to 1e-4; a Llama folder imports back to the same model; what Mixtral
-// cannot express is refused. transformers comes from launch/requirements.txt;
-// without it the transformers tests fail.
+// Hugging Face interop: a moelab model exports as the family that expresses
+// it (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) and transformers computes
+// its logits to 1e-4; tiny random transformers models of each family import
+// into moelab giving transformers' logits to 1e-4, and export back to the same
+// tensors; what a family cannot express is refused by name. transformers comes
+// from launch/requirements.txt; without it these tests fail.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +22,9 @@
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
 #include "convert/safetensors.h"
+#include "data/tokenizer.h"
 #include "model/model_test_util.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -26,6 +33,7 @@ namespace {
 using testing::TempDir;
 
 const std::string kPython = MOELAB_TORCH_PYTHON;
+const std::string kReference = std::string(MOELAB_SOURCE_DIR) + "/tests/reference/";
 
 // transformers is pinned in launch/requirements.txt, so a missing one is a
 // broken install: the tests that need it fail rather than skip.
@@ -45,14 +53,26 @@ torch::Tensor hf_logits(const std::string& hf_dir, const torch::Tensor& tokens, 
       out << "\n";
     }
   }
-  const std::string cmd = kPython + " " + MOELAB_SOURCE_DIR + "/tests/reference/hf_logits.py " +
-                          hf_dir + " " + (dir / "tokens.txt") + " " + (dir / "logits.bin");
+  const std::string cmd = kPython + " " + kReference + "hf_logits.py " + hf_dir + " " +
+                          (dir / "tokens.txt") + " " + (dir / "logits.bin");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(dir / "logits.bin", std::ios::binary);
   auto logits = torch::empty({tokens.size(0), tokens.size(1), vocab});
   in.read(static_cast<char*>(logits.data_ptr()), std::streamsize(logits.nbytes()));
   EXPECT_TRUE(in.good()) << "short logits file";
   return logits;
+}
+
+// A tiny random transformers model of `family` (hf_make_model.py) in `out`.
+void make_hf_model(const std::string& family, const std::string& options, const std::string& out) {
+  const std::string cmd =
+      kPython + " " + kReference + "hf_make_model.py " + family + " " + out + " " + options;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+std::string architecture(const std::string& hf_dir) {
+  return nlohmann::json::parse(
+      read_text_file(hf_dir + "/config.json", "config"))["architectures"][0];
 }
 
 // The [model] table of a config's TOML: what an import must bring back.
@@ -62,29 +82,144 @@ std::string to_toml_model(const Config& cfg) {
   return toml.substr(begin, toml.find("\n[", begin + 1) - begin);
 }
 
-class HfInterop : public ::testing::TestWithParam<bool> {};
+// Every parameter moved off its initial value (norms start at one), so that
+// no mapping mistake hides behind it.
+void randomise(Transformer& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.3);
+}
+
+struct ExportCase {
+  std::string name, architecture;
+  std::function<void(Config&)> change;
+};
+
+class HfInterop : public ::testing::TestWithParam<ExportCase> {};
 
 TEST_P(HfInterop, TransformersComputesMoelabsLogits) {
   ASSERT_TRUE(transformers_available())
       << "transformers is not installed for " << kPython
       << " (launch/install-deps.sh installs launch/requirements.txt)";
   TempDir dir;
-  const Config cfg = testing::tiny_config(/*moe=*/GetParam());  // grouped-query heads, 4 experts
+  Config cfg = testing::tiny_config(/*moe=*/GetParam().architecture != "LlamaForCausalLM");
+  cfg.model.n_layers = 3;
+  GetParam().change(cfg);
+  torch::manual_seed(11);
   Transformer model(cfg);
+  randomise(model);
   model->eval();
   const std::string ckpt = testing::save_model_checkpoint(dir.str(), 1, model, cfg);
   export_hf(ckpt, dir / "hf");
+  EXPECT_EQ(architecture(dir / "hf"), GetParam().architecture);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
   torch::NoGradGuard no_grad;
   const auto ours = model->forward(tokens).logits;
   const auto theirs = hf_logits(dir / "hf", tokens, dir, cfg.model.vocab_size);
-  EXPECT_LE((ours - theirs).abs().max().item<double>(), 1e-4);
+  const double diff = (ours - theirs).abs().max().item<double>();
+  std::cout << "export " << GetParam().name << ": max |logits difference| = " << diff << "\n";
+  EXPECT_LE(diff, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(DenseAndMoe, HfInterop, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Mixtral" : "Llama";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Families, HfInterop,
+    ::testing::Values(ExportCase{"Llama", "LlamaForCausalLM", [](Config&) {}},
+                      ExportCase{"Mixtral", "MixtralForCausalLM",
+                                 [](Config& c) { c.model.tie_embeddings = true; }},
+                      ExportCase{"Qwen2MoeSharedExpert", "Qwen2MoeForCausalLM",
+                                 [](Config& c) { c.moe.num_shared_experts = 2; }},
+                      ExportCase{"Qwen2MoeFullSoftmax", "Qwen2MoeForCausalLM",
+                                 [](Config& c) { c.moe.gate = "full_softmax"; }},
+                      ExportCase{"Qwen2MoeSharedFullSoftmaxDenseFirst", "Qwen2MoeForCausalLM",
+                                 [](Config& c) {
+                                   c.moe.gate = "full_softmax";
+                                   c.moe.d_shared = 20;
+                                   c.moe.first_dense_layers = 1;
+                                 }},
+                      ExportCase{"Qwen2MoeDenseFirst", "Qwen2MoeForCausalLM",
+                                 [](Config& c) { c.moe.first_dense_layers = 1; }},
+                      ExportCase{"Qwen3MoeHeadNorm", "Qwen3MoeForCausalLM",
+                                 [](Config& c) { c.model.qk_norm = "head"; }},
+                      ExportCase{"Qwen3MoeDenseLayers", "Qwen3MoeForCausalLM",
+                                 [](Config& c) {
+                                   c.model.qk_norm = "head";
+                                   c.moe.gate = "full_softmax";
+                                   c.model.n_layers = 4;
+                                   c.moe.first_dense_layers = 1;
+                                   c.moe.layer_interval = 2;
+                                 }},
+                      ExportCase{"OlmoeFullNorm", "OlmoeForCausalLM",
+                                 [](Config& c) { c.model.qk_norm = "full"; }},
+                      ExportCase{"OlmoeFullSoftmax", "OlmoeForCausalLM",
+                                 [](Config& c) {
+                                   c.model.qk_norm = "full";
+                                   c.moe.gate = "full_softmax";
+                                 }}),
+    [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
+
+void load_tensors(Transformer& model, const std::map<std::string, torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) p.value().copy_(tensors.at(p.key()));
+}
+
+struct ImportCase {
+  std::string name, family, options;
+};
+
+class HfImportFamilies : public ::testing::TestWithParam<ImportCase> {};
+
+// transformers' model in, moelab's logits equal to transformers'; exported
+// back, the same tensors (compared as float32: the values a BF16 folder holds).
+TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
+  ASSERT_TRUE(transformers_available());
+  TempDir dir;
+  const auto& c = GetParam();
+  make_hf_model(c.family, c.options, dir / "hf");
+  const std::string ckpt = import_hf(dir / "hf", dir / "imported");
+  const LoadedCheckpoint imported = load_checkpoint(ckpt);
+  Config cfg = parse_config(imported.meta.at("config").get<std::string>(), ckpt);
+  cfg.train.precision = "fp32";  // transformers computes in float32 here
+  Transformer model(cfg);
+  model->eval();
+  load_tensors(model, imported.tensors);
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
+  torch::NoGradGuard no_grad;
+  const auto ours = model->forward(tokens).logits;
+  const auto theirs = hf_logits(dir / "hf", tokens, dir, cfg.model.vocab_size);
+  const double diff = (ours - theirs).abs().max().item<double>();
+  std::cout << "import " << c.name << ": max |logits difference| = " << diff << "\n";
+  EXPECT_LE(diff, 1e-4);
+
+  export_hf(ckpt, dir / "back");
+  EXPECT_EQ(architecture(dir / "back"), architecture(dir / "hf"));
+  if (c.options.find("fused=1") != std::string::npos) return;  // names differ by design
+  const auto original = read_hf_weights(dir / "hf");
+  const auto back = read_hf_weights(dir / "back");
+  ASSERT_EQ(back.size(), original.size());
+  for (const auto& [name, t] : original) {
+    ASSERT_TRUE(back.count(name)) << name;
+    EXPECT_TRUE(torch::equal(back.at(name), t)) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, HfImportFamilies,
+    ::testing::Values(
+        ImportCase{"Mixtral", "mixtral", ""},
+        ImportCase{"MixtralShardedBf16", "mixtral", "shard=1 dtype=bf16"},
+        ImportCase{"MixtralFused", "mixtral", "fused=1"},
+        ImportCase{"Qwen2MoeSharedTopk", "qwen2_moe", "norm_topk_prob=true"},
+        ImportCase{"Qwen2MoeSharedFullSoftmax", "qwen2_moe", "norm_topk_prob=false"},
+        ImportCase{"Qwen2MoeNoSharedSparseStep", "qwen2_moe",
+                   "shared_expert_intermediate_size=0 decoder_sparse_step=2"},
+        ImportCase{"Qwen2MoeShardedBf16", "qwen2_moe", "shard=1 dtype=bf16 mlp_only_layers=[0]"},
+        ImportCase{"Qwen3MoeDenseFirst", "qwen3_moe", "mlp_only_layers=[0] norm_topk_prob=true"},
+        ImportCase{"Qwen3MoeSparseStep", "qwen3_moe",
+                   "decoder_sparse_step=2 tie_word_embeddings=true"},
+        ImportCase{"Qwen3MoeShardedBf16", "qwen3_moe", "shard=1 dtype=bf16"},
+        ImportCase{"Qwen3MoeFusedF16", "qwen3_moe", "fused=1 dtype=f16"},
+        ImportCase{"Olmoe", "olmoe", ""}, ImportCase{"OlmoeTopk", "olmoe", "norm_topk_prob=true"},
+        ImportCase{"OlmoeShardedBf16", "olmoe", "shard=1 dtype=bf16"}),
+    [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
 
 TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
   TempDir dir;
@@ -100,25 +235,87 @@ TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
   }
 }
 
-// Each of the things Mixtral cannot express, alone, is refused by name.
-TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
+// What moelab cannot express in a source folder is refused, naming the key or tensor.
+TEST(HfImport, WhatMoelabCannotExpressIsRefusedByName) {
+  ASSERT_TRUE(transformers_available());
+  const std::vector<ImportCase> cases = {
+      {"shared_expert_gate.weight' is not zero", "qwen2_moe", "gate=nonzero"},
+      {"q_proj.bias' is not zero", "qwen2_moe", "bias=nonzero"},
+      {"decoder_sparse_step and mlp_only_layers", "qwen2_moe", "mlp_only_layers=[1]"},
+      {"clip_qkv", "olmoe", "clip_qkv=8.0"},
+      {"head_dim", "qwen3_moe", "head_dim=8"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    make_hf_model(c.family, c.options, dir / "hf");
+    try {
+      import_hf(dir / "hf", dir / "imported");
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Each thing the chosen family cannot express, alone, is refused by name.
+TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
   struct Case {
     std::function<void(Config&)> change;
     std::string named;
   };
+  const auto shared = [](Config& c) { c.moe.num_shared_experts = 1; };
   const std::vector<Case> cases = {
-      {[](Config& c) { c.moe.gate = "full_softmax"; }, "moe.gate = \"full_softmax\""},
-      {[](Config& c) { c.moe.num_shared_experts = 1; }, "shared experts"},
       {[](Config& c) {
          c.moe.expert_widths = {12, 12, 12, 24};
        },
-       "moe.expert_widths"},
-      {[](Config& c) { c.moe.capacity_factor = 1.25; }, "moe.capacity_factor > 0"},
-      {[](Config& c) { c.moe.balance = "aux_free"; }, "moe.balance = \"aux_free\""},
-      {[](Config& c) { c.model.qk_norm = "head"; }, "model.qk_norm = \"head\""},
-      {[](Config& c) { c.moe.score = "sigmoid"; }, "moe.score = \"sigmoid\""},
-      {[](Config& c) { c.moe.route_scale = 2.5; }, "moe.route_scale = 2.5"},
-      {[](Config& c) { c.moe.first_dense_layers = 1; }, "dense layers among the MoE layers"},
+       "MixtralForCausalLM: moe.expert_widths"},
+      {[](Config& c) { c.moe.capacity_factor = 1.25; },
+       "MixtralForCausalLM: moe.capacity_factor > 0"},
+      {[](Config& c) { c.moe.balance = "aux_free"; },
+       "MixtralForCausalLM: moe.balance = \"aux_free\""},
+      {[](Config& c) { c.moe.score = "sigmoid"; }, "MixtralForCausalLM: moe.score = \"sigmoid\""},
+      {[](Config& c) { c.moe.route_scale = 2.5; }, "MixtralForCausalLM: moe.route_scale = 2.5"},
+      {[&](Config& c) {
+         shared(c);
+         c.moe.balance = "aux_free";
+       },
+       "Qwen2MoeForCausalLM: moe.balance = \"aux_free\""},
+      {[&](Config& c) {
+         c.moe.gate = "full_softmax";
+         c.moe.score = "sigmoid";
+       },
+       "Qwen2MoeForCausalLM: moe.score = \"sigmoid\""},
+      {[&](Config& c) {
+         c.model.qk_norm = "head";
+         shared(c);
+       },
+       "Qwen3MoeForCausalLM: shared experts"},
+      {[&](Config& c) {
+         c.model.qk_norm = "head";
+         c.moe.capacity_factor = 1.0;
+       },
+       "Qwen3MoeForCausalLM: moe.capacity_factor > 0"},
+      {[&](Config& c) {
+         c.model.qk_norm = "full";
+         shared(c);
+       },
+       "OlmoeForCausalLM: shared experts"},
+      {[&](Config& c) {
+         c.model.qk_norm = "full";
+         c.moe.first_dense_layers = 1;
+       },
+       "OlmoeForCausalLM: dense layers among the MoE layers"},
+      {[&](Config& c) {
+         c.model.qk_norm = "full";
+         c.moe.expert_widths = {12, 12, 12, 24};
+       },
+       "OlmoeForCausalLM: moe.expert_widths"},
+      {[](Config& c) {
+         c.moe.enabled = false;
+         c.model.qk_norm = "head";
+       },
+       "LlamaForCausalLM: model.qk_norm = \"head\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);
@@ -137,15 +334,109 @@ TEST(HfExport, WhatMixtralCannotExpressIsRefused) {
   }
 }
 
+// Texts with what SentencePiece normalises: repeated spaces, tabs, leading
+// and trailing blanks, full-width letters, a ligature, accents.
+std::vector<std::string> tokenizer_corpus() {
+  const std::vector<std::string> words = {"the",  "router", "sends", "tokens", "to",
+                                          "each", "expert", "über",  "ﬁne",    "ｔｕｎｅ"};
+  const std::vector<std::string> gaps = {" ", "  ", "\t", " \t "};
+  std::vector<std::string> texts;
+  for (size_t d = 0; d < 120; ++d) {
+    std::string text = d % 3 == 0 ? "  " : "";
+    for (size_t w = 0; w < 9; ++w) {
+      text += words[(d * 7 + w * 3) % words.size()] + gaps[(d + w) % gaps.size()];
+    }
+    texts.push_back(text);
+  }
+  return texts;
+}
+
+std::vector<std::vector<int64_t>> hf_token_ids(const std::string& hf_dir,
+                                               const std::vector<std::string>& texts,
+                                               const TempDir& dir) {
+  {
+    std::ofstream out(dir / "texts.txt", std::ios::binary);
+    for (size_t i = 0; i < texts.size(); ++i) out << (i ? "\n" : "") << texts[i];
+  }
+  const std::string cmd = kPython + " " + kReference + "hf_tokenize.py " + hf_dir + " " +
+                          (dir / "texts.txt") + " " + (dir / "ids.txt");
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<int64_t>> ids;
+  std::ifstream in(dir / "ids.txt");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    ids.emplace_back(std::istream_iterator<int64_t>(words), std::istream_iterator<int64_t>());
+  }
+  return ids;
+}
+
+// The dataset's SentencePiece model goes next to the weights, and transformers'
+// AutoTokenizer gives the ids moelab's prep gives (less prep's closing EOS).
+TEST(HfExport, WritesTheDatasetsTokenizerGivingPrepsIds) {
+  ASSERT_TRUE(transformers_available());
+  TempDir dir;
+  const auto texts = tokenizer_corpus();
+  TokenizerTrainOptions options;
+  options.vocab_size = 80;
+  const Tokenizer tokenizer(train_tokenizer(texts, options), "test.model");
+  std::filesystem::create_directories(dir / "data");
+  write_file_atomically(dir / "data/tokenizer.model", tokenizer.file_bytes());
+  Config cfg = testing::tiny_config(true);
+  cfg.model.vocab_size = tokenizer.vocab_size();
+  cfg.data.dir = dir / "data";
+  Transformer model(cfg);
+  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+  ASSERT_TRUE(std::filesystem::exists(dir / "hf/tokenizer_config.json"));
+  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
+  const auto ours = tokenizer.encode_documents(texts);
+  ASSERT_EQ(theirs.size(), ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
+    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
+  }
+}
+
+// A dataset prepared with a Hugging Face tokenizer.json (a Llama-3-style
+// byte-level BPE trained by tests/reference/tokenizer_reference.py) exports
+// that file, and transformers' fast tokenizer gives prep's ids.
+TEST(HfExport, WritesTheDatasetsTokenizerJsonGivingPrepsIds) {
+  ASSERT_TRUE(transformers_available());
+  TempDir dir;
+  const auto texts = tokenizer_corpus();
+  const nlohmann::json documents = texts;
+  write_file_atomically(dir / "train.json", documents.dump());
+  write_file_atomically(dir / "docs.json", documents.dump());
+  const std::string cmd =
+      kPython + " " + kReference + "tokenizer_reference.py " + dir.str() + " llama3";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const Tokenizer tokenizer = Tokenizer::from_file(dir / "llama3.json");
+  tokenizer.save_to_dataset(dir / "data");
+  Config cfg = testing::tiny_config(true);
+  cfg.model.vocab_size = tokenizer.vocab_size();
+  cfg.data.dir = dir / "data";
+  Transformer model(cfg);
+  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+  EXPECT_EQ(read_text_file(dir / "hf/tokenizer.json", "exported tokenizer"),
+            tokenizer.file_bytes());
+  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
+  const auto ours = tokenizer.encode_documents(texts);
+  ASSERT_EQ(theirs.size(), ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
+    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
+  }
+}
+
 TEST(Safetensors, RoundTripsAndRefusesATruncatedFile) {
   TempDir dir;
-  const std::map<std::string, torch::Tensor> tensors = {{"a", torch::randn({3, 5})},
-                                                        {"b.c", torch::randn({7})}};
+  const std::map<std::string, torch::Tensor> tensors = {
+      {"a", torch::randn({3, 5})}, {"b.c", torch::randn({7})}, {"empty", torch::zeros({0, 4})}};
   write_safetensors(dir / "x.safetensors", tensors);
   const auto back = read_safetensors(dir / "x.safetensors");
-  ASSERT_EQ(back.size(), 2u);
+  ASSERT_EQ(back.size(), 3u);
   EXPECT_TRUE(torch::equal(back.at("a"), tensors.at("a")));
   EXPECT_TRUE(torch::equal(back.at("b.c"), tensors.at("b.c")));
+  EXPECT_EQ(back.at("empty").sizes(), tensors.at("empty").sizes());
   std::filesystem::resize_file(dir / "x.safetensors",
                                std::filesystem::file_size(dir / "x.safetensors") - 4);
   EXPECT_THROW(read_safetensors(dir / "x.safetensors"), InputError);

@@ -4,7 +4,7 @@
 TOKENS holds one sequence per line (whitespace-separated token ids); OUT gets the
 logits [sequences, length, vocab] as raw little-endian float32. The model loads
 with transformers' AutoModelForCausalLM in float32 on the CPU. Exits 3 when
-transformers cannot be imported, so the caller can skip rather than fail.
+transformers cannot be imported.
 """
 import sys
 

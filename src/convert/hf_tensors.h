@@ -1,0 +1,51 @@
+// Which moelab checkpoint tensor is which Hugging Face tensor, per family.
+// Names come from the config, not from the model's modules, so they follow
+// the checkpoint's names (layers.L.moe.experts.E.w1, ...) whatever the
+// in-memory layout. Experts are listed by global id.
+//
+//   moelab                       Llama / Qwen / OLMoE           Mixtral
+//   attn.wq, wk, wv, wo          self_attn.{q,k,v,o}_proj        same
+//   attn.q_norm, k_norm          self_attn.{q,k}_norm            -
+//   ffn.w1, w3, w2               mlp.{gate,up,down}_proj         -
+//   moe.router                   mlp.gate                        block_sparse_moe.gate
+//   moe.experts.E.w1, w3, w2     mlp.experts.E.{gate,up,down}_proj
+//                                                                block_sparse_moe.experts.E.{w1,w3,w2}
+//   moe.shared.w1, w3, w2        mlp.shared_expert.{gate,up,down}_proj (Qwen2-MoE)
+//
+// Qwen2-MoE scales its shared expert by sigmoid(shared_expert_gate . x);
+// moelab's is ungated. A zero gate weight gives sigmoid(0) = 1/2 for every
+// token, so the shared down projection is written times 2: both scalings are
+// by powers of two, exact in floating point. Qwen2-MoE's q/k/v biases are
+// written as zeros.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "convert/hf_config.h"
+
+namespace moelab {
+
+struct HfLink {
+  std::string ours;            // moelab checkpoint name
+  std::string theirs;          // Hugging Face name
+  std::vector<int64_t> shape;  // of both
+  double scale = 1.0;          // theirs = scale * ours
+};
+
+// A Hugging Face tensor with no moelab counterpart: moelab's model is the
+// family's with this tensor zero.
+struct HfZero {
+  std::string theirs;
+  std::vector<int64_t> shape;
+};
+
+struct HfTensorMap {
+  std::vector<HfLink> links;
+  std::vector<HfZero> zeros;
+};
+
+HfTensorMap hf_tensor_map(const Config& cfg, HfFamily family);
+
+}  // namespace moelab

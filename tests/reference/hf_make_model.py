@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""A tiny random Hugging Face MoE folder: `hf_make_model.py FAMILY OUT [OPTION=VALUE...]`.
+
+FAMILY is mixtral, qwen2_moe, qwen3_moe or olmoe; OPTIONs are config keys
+(values parsed as JSON) over a small default, plus three that shape the files:
+  shard=1        several safetensors shards with model.safetensors.index.json
+  dtype=bf16     weights stored as bfloat16 (or f16; default f32)
+  fused=1        one state_dict file with the experts fused as transformers 5
+                 holds them in memory (gate_up_proj, down_proj)
+  gate=nonzero   Qwen2-MoE's shared_expert_gate left random
+  bias=nonzero   Qwen2-MoE's q/k/v biases left random
+Every parameter, norms included, is drawn at random so that no mapping
+mistake hides behind an initial value. Qwen2-MoE's shared_expert_gate and
+q/k/v biases are zeroed (what moelab expresses) unless gate=nonzero.
+"""
+import json
+import sys
+
+import torch
+import transformers
+from safetensors.torch import save_file
+
+FAMILIES = {
+    "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM,
+                dict(num_local_experts=4, intermediate_size=12)),
+    "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM,
+                  dict(num_experts=4, moe_intermediate_size=12, intermediate_size=20,
+                       shared_expert_intermediate_size=24)),
+    "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM,
+                  dict(num_experts=4, moe_intermediate_size=12, intermediate_size=20)),
+    "olmoe": (transformers.OlmoeConfig, transformers.OlmoeForCausalLM,
+              dict(num_experts=4, intermediate_size=12, pad_token_id=None, bos_token_id=None,
+                   eos_token_id=None)),
+}
+
+
+def main():
+    family, out = sys.argv[1:3]
+    options = dict(arg.split("=", 1) for arg in sys.argv[3:])
+    shard = options.pop("shard", "0") == "1"
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16,
+             "f16": torch.float16}[options.pop("dtype", "f32")]
+    fused = options.pop("fused", "0") == "1"
+    keep_gate = options.pop("gate", "zero") == "nonzero"
+    keep_bias = options.pop("bias", "zero") == "nonzero"
+    config_cls, model_cls, defaults = FAMILIES[family]
+    keys = dict(vocab_size=37, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=8, num_experts_per_tok=2,
+                rms_norm_eps=1e-5, tie_word_embeddings=False)
+    keys.update(defaults)
+    keys.update({k: json.loads(v) for k, v in options.items()})
+    torch.manual_seed(3)
+    model = model_cls(config_cls(**keys))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            zero = ((not keep_gate and "shared_expert_gate" in name) or
+                    (not keep_bias and name.endswith("proj.bias")))
+            p.copy_(torch.zeros_like(p) if zero else torch.randn_like(p) * 0.3)
+    model = model.to(dtype)
+    if fused:
+        model.config.architectures = [model_cls.__name__]
+        model.config.save_pretrained(out)
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        if model.config.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        save_file(state, f"{out}/model.safetensors", metadata={"format": "pt"})
+    else:
+        model.save_pretrained(out, max_shard_size="20KB" if shard else "5GB")
+
+
+if __name__ == "__main__":
+    main()
