@@ -51,6 +51,16 @@ TEST(Config, MixtureAndValidationSetsReadRoundTripAndResolve) {
   const Config back = parse_config(to_toml(cfg), "dump.toml");
   EXPECT_EQ(to_toml(back), to_toml(cfg));
   EXPECT_EQ(back.data.sources[1].dir, "corpora/py");
+  // An entry's key can be overridden like any other, with the same checks.
+  const Config reweighted = parse_config(to_toml(cfg), "dump.toml",
+                                         {"data.sources[1].weight=2", "eval.sets[0].split=test"});
+  EXPECT_DOUBLE_EQ(reweighted.data.sources[1].weight, 2.0);
+  EXPECT_EQ(reweighted.eval.sets[0].split, "test");
+  EXPECT_EQ(
+      error_of(to_toml(cfg), {"data.sources[1].weight=0"}),
+      "--set data.sources[1].weight=0: data.sources[1].weight = 0.0: expected a number > 0.0");
+  EXPECT_NE(error_of(to_toml(cfg), {"data.sources[2].weight=1"}).find("unknown key"),
+            std::string::npos);
 }
 
 // Without sources or sets: data.dir is a mixture of one and data.val_split the
