@@ -300,6 +300,13 @@ void apply_override(Config& cfg, const std::string& assignment) {
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   auto fields = schema(cfg);
+  // The keys of the entries the config has ("data.sources[1].weight"): a study
+  // variant can change a mixture weight.
+  for (auto& list : table_lists(cfg)) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      for (auto& entry_field : list.entry(i)) fields.push_back(entry_field);
+    }
+  }
   Field* f = find_field(fields, key);
   if (!f) throw InputError(at + ": " + unknown_key_message(key, fields));
   toml::table parsed;
