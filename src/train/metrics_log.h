@@ -36,7 +36,8 @@ class ValLog {
                   std::vector<std::string> set_names = {});
   // Appends a row (losses in shortest round-trip form, so a resumed run restores
   // the best loss exactly) and returns the best validation loss so far, this one
-  // included. `losses`: the first set's, then (with named sets) one per set.
+  // included. `losses`: one per validation set, the first set's first (a
+  // single one without named sets).
   double write(int64_t step, int64_t tokens, const std::vector<double>& losses);
   double best_val_loss() const { return best_; }
 

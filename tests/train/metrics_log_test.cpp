@@ -94,9 +94,9 @@ TEST(ValLog, NamedSetsGetAColumnEachAndResume) {
   testing::TempDir run;
   {
     ValLog log(run.str(), -1, {"web", "code"});
-    EXPECT_DOUBLE_EQ(log.write(0, 0, {4.0, 4.0, 5.5}), 4.0);
-    EXPECT_DOUBLE_EQ(log.write(10, 640, {3.5, 3.5, 2.0}), 3.5);
-    log.write(20, 1280, {3.75, 3.75, 1.5});
+    EXPECT_DOUBLE_EQ(log.write(0, 0, {4.0, 5.5}), 4.0);
+    EXPECT_DOUBLE_EQ(log.write(10, 640, {3.5, 2.0}), 3.5);
+    log.write(20, 1280, {3.75, 1.5});
   }
   const std::string header = "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n";
   EXPECT_EQ(read_all(run / "val.csv"),
