@@ -417,6 +417,15 @@ TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
   EXPECT_EQ(epochs, (std::vector<int64_t>{0, 0, 1, 1, 1, 2, 2, 2}));
 }
 
+// What the last `moelab eval` printed: "... loss L over N tokens".
+double eval_loss(const fs::path& checkpoint) {
+  EXPECT_EQ(run(std::string(MOELAB_BINARY) + " eval " + checkpoint.string()), 0);
+  std::ifstream in(kRoot / "last.log");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = text.rfind(": loss ");
+  return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+}
+
 // The realised mixture: with weights 3:1 every batch of 8 holds 6 sequences of
 // "data" and 2 of "other" (the schedule repeats every 4 samples), so the
 // cumulative per-source counts in metrics.jsonl are exact; each validation set
@@ -446,15 +455,9 @@ TEST_F(TrainerE2E, MixtureLogsTokensPerSourceAndALossPerValidationSet) {
   // best_val_loss is the first set's.
   EXPECT_EQ(column(kRoot / "mix" / "val.csv", 3).back(),
             *std::min_element(first.begin(), first.end()));
-}
-
-// What the last `moelab eval` printed: "... loss L over N tokens".
-double eval_loss(const fs::path& checkpoint) {
-  EXPECT_EQ(run(std::string(MOELAB_BINARY) + " eval " + checkpoint.string()), 0);
-  std::ifstream in(kRoot / "last.log");
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  const size_t at = text.rfind(": loss ");
-  return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+  // `moelab eval` of the run's checkpoint evaluates its first set.
+  EXPECT_NEAR(eval_loss(kRoot / "mix" / "checkpoints" / "step_00000006"), first.back(),
+              1e-5 * first.back());
 }
 
 TEST_F(TrainerE2E, UpcycledAndConvertedRunsStartFromTheDenseModel) {
