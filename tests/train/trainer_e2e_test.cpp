@@ -455,6 +455,11 @@ TEST_F(TrainerE2E, MixtureLogsTokensPerSourceAndALossPerValidationSet) {
   // best_val_loss is the first set's.
   EXPECT_EQ(column(kRoot / "mix" / "val.csv", 3).back(),
             *std::min_element(first.begin(), first.end()));
+  // TensorBoard holds each set's curve (and the per-source counts) as the logs do.
+  EXPECT_EQ(run(std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
+                "/tests/train/check_tensorboard.py " + (kRoot / "mix").string()),
+            0)
+      << last_log();
   // `moelab eval` of the run's checkpoint evaluates its first set.
   EXPECT_NEAR(eval_loss(kRoot / "mix" / "checkpoints" / "step_00000006"), first.back(),
               1e-5 * first.back());
