@@ -65,12 +65,21 @@ struct MoeConfig {
   }
 };
 
+// One dataset of a training mixture ([[data.sources]]).
+struct DataSource {
+  std::string name = "";          // "" = the last component of dir
+  std::string dir = "";           // prepared dataset folder
+  double weight = 1.0;            // relative share of the training sequences
+  int64_t max_unique_tokens = 0;  // > 0: only its first N tokens, repeated as epochs
+};
+
 struct DataConfig {
   std::string dir = "";  // prepared dataset folder (holds train/ and val/)
   std::string train_split = "train";
   std::string val_split = "val";
-  int64_t prefetch = 4;           // batches read ahead on the loader thread
-  int64_t max_unique_tokens = 0;  // > 0: train on the split's first N tokens, epoch after epoch
+  int64_t prefetch = 4;             // batches read ahead on the loader thread
+  int64_t max_unique_tokens = 0;    // > 0: train on the split's first N tokens, epoch after epoch
+  std::vector<DataSource> sources;  // a mixture instead of dir alone (config/data_sets.h)
 };
 
 struct TrainConfig {
@@ -120,10 +129,18 @@ struct ParallelConfig {
   bool overlap_grad_sync = true;
 };
 
+// One validation set ([[eval.sets]]): its loss gets its own val.csv column.
+struct EvalSet {
+  std::string name = "";
+  std::string dir = "";
+  std::string split = "val";
+};
+
 struct EvalConfig {
   int64_t interval = 100;   // steps between validations (0 = only at the end)
   int64_t max_windows = 0;  // 0 = the whole validation split
   int64_t batch_seqs = 16;
+  std::vector<EvalSet> sets;  // [] = data.val_split of the training data alone
 };
 
 struct LogConfig {

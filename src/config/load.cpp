@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/data_sets.h"
 #include "config/param_count.h"
 #include "config/schema.h"
 #include "util/error.h"
@@ -121,8 +122,47 @@ void check_text(const std::string& text, const std::string& source) {
   }
 }
 
+TableList* find_list(std::vector<TableList>& lists, const std::string& key) {
+  for (auto& l : lists)
+    if (l.key == key) return &l;
+  return nullptr;
+}
+
+// Fills `list` from the [[key]] tables in `node`, each key checked by its Field.
+void read_table_list(Config& cfg, TableList& list, const toml::node& node,
+                     const std::string& source) {
+  const std::string at = where(node.source(), source);
+  const toml::array* tables = node.as_array();
+  if (!tables || tables->empty() || !tables->is_array_of_tables()) {
+    throw InputError(at + ": " + list.key + " = " + describe(node) + ": expected one or more [[" +
+                     list.key + "]] tables");
+  }
+  list.resize(tables->size());
+  for (size_t i = 0; i < tables->size(); ++i) {
+    const toml::table& entry = *(*tables)[i].as_table();
+    const std::string prefix = list.key + "[" + std::to_string(i) + "]";
+    cfg.origin[prefix] = where(entry.source(), source);
+    auto fields = list.entry(i);
+    for (auto&& [key, value] : entry) {
+      const std::string full = prefix + "." + std::string(key.str());
+      const std::string key_at = where(key.source(), source);
+      Field* f = find_field(fields, full);
+      if (!f) {
+        std::vector<std::string> names;
+        for (auto& entry_field : fields) names.push_back(entry_field.key);
+        const std::string guess = did_you_mean(full, names);
+        throw InputError(key_at + ": unknown key '" + full + "'" +
+                         (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+      }
+      assign(*f, value, where(value.source(), source));
+      cfg.origin[full] = key_at;
+    }
+  }
+}
+
 void read_table(Config& cfg, const toml::table& root, const std::string& source) {
   auto fields = schema(cfg);
+  auto lists = table_lists(cfg);
   const auto sections = schema_sections();
   for (auto&& [section_key, section] : root) {
     const std::string section_name(section_key.str());
@@ -139,6 +179,10 @@ void read_table(Config& cfg, const toml::table& root, const std::string& source)
     for (auto&& [key, node] : *section.as_table()) {
       const std::string full = section_name + "." + std::string(key.str());
       const std::string key_at = where(key.source(), source);
+      if (TableList* list = find_list(lists, full)) {
+        read_table_list(cfg, *list, node, source);
+        continue;
+      }
       Field* f = find_field(fields, full);
       if (!f) throw InputError(key_at + ": " + unknown_key_message(full, fields));
       assign(*f, node, where(node.source(), source));
@@ -160,6 +204,67 @@ void require(bool ok, const Config& cfg, const std::string& key, const std::stri
 
 std::string kv(const std::string& key, int64_t v) {
   return key + " = " + std::to_string(v);
+}
+
+// "data.sources[1].name" where the config sets it, else the entry "data.sources[1]".
+std::string entry_key(const Config& cfg, const std::string& list, size_t i,
+                      const std::string& field) {
+  const std::string entry = list + "[" + std::to_string(i) + "]";
+  return cfg.origin.count(entry + "." + field) ? entry + "." + field : entry;
+}
+
+// Every entry has a dir and a plain name no other entry has (names label
+// metrics and val.csv columns).
+void require_named_dirs(const Config& cfg, const std::string& list,
+                        const std::vector<std::pair<std::string, std::string>>& name_dirs) {
+  for (size_t i = 0; i < name_dirs.size(); ++i) {
+    const auto& [name, dir] = name_dirs[i];
+    const std::string entry = list + "[" + std::to_string(i) + "]";
+    require(!dir.empty(), cfg, entry, entry + " has no dir (the prepared dataset folder)");
+    require(
+        is_plain_name(name), cfg, entry_key(cfg, list, i, "name"),
+        entry + ".name = \"" + name + "\": expected a name of letters, digits, '_', '-' and '.'");
+    for (size_t j = 0; j < i; ++j) {
+      require(name_dirs[j].first != name, cfg, entry_key(cfg, list, i, "name"),
+              entry + ".name = \"" + name + "\" is also the name of " + list + "[" +
+                  std::to_string(j) + "]");
+    }
+  }
+}
+
+void validate_datasets(const Config& c) {
+  if (!c.data.sources.empty()) {
+    require(c.data.dir.empty(), c, "data.dir",
+            "data.dir and [[data.sources]] exclude each other: list data.dir as a source");
+    require(c.data.max_unique_tokens == 0, c, "data.max_unique_tokens",
+            "data.max_unique_tokens caps data.dir alone: give each [[data.sources]] its own "
+            "max_unique_tokens");
+    std::vector<std::pair<std::string, std::string>> sources;
+    for (const auto& s : training_sources(c)) sources.emplace_back(s.name, s.dir);
+    require_named_dirs(c, "data.sources", sources);
+  }
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (const auto& s : c.eval.sets) sets.emplace_back(s.name, s.dir);
+  require_named_dirs(c, "eval.sets", sets);
+}
+
+// The entry's key without its "section.list[i]." prefix.
+std::string entry_name(const Field& f) {
+  return f.key.substr(f.key.rfind('.') + 1);
+}
+
+// [[key]] tables, one per entry; with none, the keys of a default entry as
+// comments, so the dump still lists every key.
+void write_table_list(const TableList& list, std::ostream& os) {
+  if (list.size() == 0) {
+    os << "# [[" << list.key << "]]: " << list.help << "\n";
+    for (const auto& f : list.entry(0))
+      os << "# " << entry_name(f) << " = " << f.value_string() << "\n";
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    os << "[[" << list.key << "]]\n";
+    for (const auto& f : list.entry(i)) os << entry_name(f) << " = " << f.value_string() << "\n";
+  }
 }
 
 }  // namespace
@@ -195,6 +300,13 @@ void apply_override(Config& cfg, const std::string& assignment) {
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   auto fields = schema(cfg);
+  // The keys of the entries the config has ("data.sources[1].weight"): a study
+  // variant can change a mixture weight.
+  for (auto& list : table_lists(cfg)) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      for (auto& entry_field : list.entry(i)) fields.push_back(entry_field);
+    }
+  }
   Field* f = find_field(fields, key);
   if (!f) throw InputError(at + ": " + unknown_key_message(key, fields));
   toml::table parsed;
@@ -309,18 +421,20 @@ void validate(const Config& c, int world_size) {
   require(c.parallel.backend != "nccl" || c.train.device == "cuda", c, "parallel.backend",
           "parallel.backend = \"nccl\" needs train.device = \"cuda\"");
   require(c.train.out_dir != "", c, "train.out_dir", "train.out_dir must not be empty");
+  validate_datasets(c);
 }
 
 std::string to_toml(const Config& cfg) {
   Config copy = cfg;
+  const auto fields = schema(copy);
+  const auto lists = table_lists(copy);
   std::ostringstream os;
-  std::string section;
-  for (const auto& f : schema(copy)) {
-    if (f.section() != section) {
-      section = f.section();
-      os << (os.tellp() > 0 ? "\n" : "") << "[" << section << "]\n";
-    }
-    os << f.name() << " = " << f.value_string() << "\n";
+  for (const auto& section : schema_sections()) {
+    os << (os.tellp() > 0 ? "\n" : "") << "[" << section << "]\n";
+    for (const auto& f : fields)
+      if (f.section() == section) os << f.name() << " = " << f.value_string() << "\n";
+    for (const auto& list : lists)
+      if (list.section() == section) write_table_list(list, os);
   }
   return os.str();
 }

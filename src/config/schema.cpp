@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 namespace moelab {
@@ -86,6 +87,41 @@ std::string quote(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+std::vector<Field> source_fields(const std::string& prefix, DataSource& s) {
+  return {
+      text(prefix + ".name", &s.name, {}, "label in metrics (\"\" = the last component of dir)"),
+      text(prefix + ".dir", &s.dir, {}, "prepared dataset folder"),
+      real(prefix + ".weight", &s.weight, 0, true, "relative share of the training sequences"),
+      integer(prefix + ".max_unique_tokens", &s.max_unique_tokens, 0,
+              "> 0: only its first N tokens, repeated as epochs"),
+  };
+}
+
+std::vector<Field> eval_set_fields(const std::string& prefix, EvalSet& s) {
+  return {
+      text(prefix + ".name", &s.name, {}, "its val.csv column is val_loss/<name>"),
+      text(prefix + ".dir", &s.dir, {}, "prepared dataset folder"),
+      text(prefix + ".split", &s.split, {}, "split evaluated"),
+  };
+}
+
+template <typename T>
+TableList table_list(std::string key, std::vector<T>* items,
+                     std::vector<Field> (*fields)(const std::string&, T&), std::string help) {
+  TableList list;
+  list.key = key;
+  list.help = std::move(help);
+  list.size = [items] { return items->size(); };
+  list.resize = [items](size_t n) { items->resize(n); };
+  // A default entry for the dump outlives the call: it is kept with the lambda.
+  auto spare = std::make_shared<T>();
+  list.entry = [items, fields, key, spare](size_t i) {
+    T& item = i < items->size() ? (*items)[i] : *spare;
+    return fields(key + "[" + std::to_string(i) + "]", item);
+  };
+  return list;
 }
 
 }  // namespace
@@ -272,6 +308,19 @@ std::vector<Field> schema(Config& c) {
       integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
       integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
       text("checkpoint.resume", &k.resume, {}, "\"none\", \"auto\" or a checkpoint folder"),
+  };
+}
+
+}  // namespace moelab
+
+namespace moelab {
+
+std::vector<TableList> table_lists(Config& c) {
+  return {
+      table_list("data.sources", &c.data.sources, &source_fields,
+                 "a training mixture, sampled by weight (none = data.dir alone)"),
+      table_list("eval.sets", &c.eval.sets, &eval_set_fields,
+                 "validation sets, each its own val.csv column (none = data.val_split)"),
   };
 }
 

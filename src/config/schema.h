@@ -3,6 +3,7 @@
 // and the resolved-config dump all walk this one list.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -32,6 +33,22 @@ struct Field {
 
 // The fields of `cfg`, bound to its members, in dump order.
 std::vector<Field> schema(Config& cfg);
+
+// A key that holds an array of tables ([[data.sources]], [[eval.sets]]). Entry
+// i's keys are Fields bound to element i, keyed "data.sources[i].dir", so they
+// get the same type and range checks as every other key.
+struct TableList {
+  std::string key;  // "section.name"
+  std::string help;
+  std::function<size_t()> size;
+  std::function<void(size_t)> resize;
+  // Entry i's fields; i == size() gives those of a default entry (for the dump).
+  std::function<std::vector<Field>(size_t)> entry;
+
+  std::string section() const { return key.substr(0, key.find('.')); }
+};
+
+std::vector<TableList> table_lists(Config& cfg);
 
 std::vector<std::string> schema_sections();
 

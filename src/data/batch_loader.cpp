@@ -2,16 +2,28 @@
 
 #include <algorithm>
 
-#include "data/seeded_permutation.h"
-#include "data/token_stream.h"
+#include "data/source_stream.h"
 #include "util/error.h"
 
 namespace moelab {
+namespace {
 
-BatchLoader::BatchLoader(const std::string& dataset_dir, const std::string& split, int64_t seq_len,
-                         int64_t global_batch_seqs, int dp_rank, int dp_size, uint64_t seed,
-                         int prefetch, int64_t max_tokens)
-    : global_batch_(global_batch_seqs), dp_rank_(dp_rank), seed_(seed), prefetch_(prefetch) {
+std::vector<double> weights_of(const std::vector<LoaderSource>& sources) {
+  std::vector<double> weights;
+  for (const auto& s : sources) weights.push_back(s.weight);
+  return weights;
+}
+
+}  // namespace
+
+BatchLoader::BatchLoader(const std::vector<LoaderSource>& sources, const std::string& split,
+                         int64_t seq_len, int64_t global_batch_seqs, int dp_rank, int dp_size,
+                         uint64_t seed, int prefetch)
+    : schedule_(weights_of(sources)),
+      window_(seq_len + 1),
+      global_batch_(global_batch_seqs),
+      dp_rank_(dp_rank),
+      prefetch_(prefetch) {
   if (dp_size <= 0 || dp_rank < 0 || dp_rank >= dp_size) {
     throw InputError("data-parallel rank " + std::to_string(dp_rank) + " is outside [0, " +
                      std::to_string(dp_size) + ")");
@@ -23,46 +35,57 @@ BatchLoader::BatchLoader(const std::string& dataset_dir, const std::string& spli
   }
   if (prefetch < 0) throw InputError("data.prefetch must be >= 0");
   local_batch_ = global_batch_seqs / dp_size;
-  tokens_ = std::make_unique<WindowedTokens>(dataset_dir, split, seq_len + 1);
-  windows_ = tokens_->num_windows();
-  if (max_tokens > 0) windows_ = std::min(windows_, max_tokens / (seq_len + 1));
-  batches_per_epoch_ = windows_ / global_batch_;
-  if (batches_per_epoch_ == 0) {
-    throw InputError(
-        tokens_->info().manifest_path + ": " +
-        (max_tokens > 0 ? "data.max_unique_tokens = " + std::to_string(max_tokens) + " keeps "
-                        : std::string("split has ")) +
-        std::to_string(windows_) + " windows of " + std::to_string(seq_len + 1) +
-        " tokens, fewer than one global batch of " + std::to_string(global_batch_seqs));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    sources_.push_back(std::make_unique<SourceStream>(
+        sources[i].dir, split, seq_len + 1, sources[i].max_tokens, global_batch_, seed, i));
+    check_same_tokenizer(sources_.front()->info(), sources_.back()->info());
   }
+  state_ = schedule_.at(0);
   start_prefetch(state_);
 }
+
+BatchLoader::BatchLoader(const std::string& dataset_dir, const std::string& split, int64_t seq_len,
+                         int64_t global_batch_seqs, int dp_rank, int dp_size, uint64_t seed,
+                         int prefetch, int64_t max_tokens)
+    : BatchLoader({LoaderSource{dataset_dir, 1.0, max_tokens}}, split, seq_len, global_batch_seqs,
+                  dp_rank, dp_size, seed, prefetch) {}
 
 BatchLoader::~BatchLoader() {
   stop_prefetch();
 }
 
-int64_t BatchLoader::windows_per_epoch() const {
-  return windows_;
+int64_t BatchLoader::epoch(size_t source) const {
+  return state_.taken[source] / sources_[source]->epoch_windows();
+}
+
+int64_t BatchLoader::windows_per_epoch(size_t source) const {
+  return sources_[source]->windows();
+}
+
+int64_t BatchLoader::sequences_per_epoch(size_t source) const {
+  return sources_[source]->epoch_windows();
 }
 
 const DatasetInfo& BatchLoader::info() const {
-  return tokens_->info();
+  return sources_.front()->info();
 }
 
-LoaderState BatchLoader::advance(LoaderState at) const {
-  if (++at.position == batches_per_epoch_) at = {at.epoch + 1, 0};
+MixturePosition BatchLoader::advance(MixturePosition at) const {
+  for (int64_t i = 0; i < global_batch_; ++i) schedule_.next(&at);
   return at;
 }
 
-torch::Tensor BatchLoader::read_batch(const LoaderState& at) {
-  if (order_epoch_ != at.epoch) {
-    order_ = seeded_permutation(windows_, seed_, at.epoch);
-    order_epoch_ = at.epoch;
+torch::Tensor BatchLoader::read_batch(const MixturePosition& at) {
+  MixturePosition pos = at;
+  // Ranks before this one take the batch's first rows.
+  for (int64_t i = 0; i < dp_rank_ * local_batch_; ++i) schedule_.next(&pos);
+  torch::Tensor batch = torch::empty({local_batch_, window_}, torch::kInt64);
+  int64_t* data = batch.data_ptr<int64_t>();
+  for (int64_t row = 0; row < local_batch_; ++row) {
+    const size_t source = schedule_.next(&pos);
+    sources_[source]->read(pos.taken[source] - 1, data + row * window_);
   }
-  const int64_t first = at.position * global_batch_ + dp_rank_ * local_batch_;
-  return tokens_->gather(
-      std::vector<int64_t>(order_.begin() + first, order_.begin() + first + local_batch_));
+  return batch;
 }
 
 torch::Tensor BatchLoader::next() {
@@ -82,17 +105,16 @@ torch::Tensor BatchLoader::next() {
 }
 
 void BatchLoader::restore(const LoaderState& s) {
-  if (s.epoch < 0 || s.position < 0 || s.position > batches_per_epoch_) {
-    throw InputError("loader state (epoch " + std::to_string(s.epoch) + ", position " +
-                     std::to_string(s.position) + ") does not fit this dataset's " +
-                     std::to_string(batches_per_epoch_) + " batches per epoch");
+  if (s.samples < 0) {
+    throw InputError("loader state of " + std::to_string(s.samples) +
+                     " samples consumed; expected a count >= 0");
   }
   stop_prefetch();
-  state_ = s.position == batches_per_epoch_ ? LoaderState{s.epoch + 1, 0} : s;
+  state_ = schedule_.at(s.samples);
   start_prefetch(state_);
 }
 
-void BatchLoader::start_prefetch(const LoaderState& from) {
+void BatchLoader::start_prefetch(const MixturePosition& from) {
   if (prefetch_ == 0) return;
   queue_.clear();
   worker_error_ = nullptr;
@@ -114,7 +136,7 @@ void BatchLoader::stop_prefetch() {
 void BatchLoader::prefetch_loop() {
   try {
     while (true) {
-      LoaderState at;
+      MixturePosition at;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [&] { return stopping_ || queue_.size() < size_t(prefetch_); });

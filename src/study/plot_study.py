@@ -7,6 +7,10 @@ curves.png (validation loss per variant, mean with a +-1 sample-std band over
 seeds) and gaps.png (each paired gap over training, same band). At a step where
 only one seed has a value the band is omitted (no spread to show).
 
+When runs validate on named sets ([[eval.sets]]) it reads set_curves.csv
+(variant,seed,set,step,tokens,val_loss) and writes set_curves.png: one panel per
+set, the same bands per variant.
+
 For a grid study it also reads axis_summary.csv (variant,kind,<axes>,n,
 best_mean,best_std,...) and writes axis.png: best validation loss (mean with
 +-1 std error bars) against the first axis column, one line per value of the
@@ -149,6 +153,30 @@ def plot_rates(study_dir):
     save(fig, os.path.join(study_dir, "activation_rate.png"))
 
 
+def plot_sets(study_dir):
+    path = os.path.join(study_dir, "set_curves.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    sets = sorted({row["set"] for row in rows})
+    if not sets:
+        return
+    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
+    for ax, name in zip(axes[0], sets):
+        values = defaultdict(lambda: defaultdict(list))
+        tokens = defaultdict(dict)
+        for row in rows:
+            if row["set"] == name:
+                step = int(row["step"])
+                values[row["variant"]][step].append(float(row["val_loss"]))
+                tokens[row["variant"]][step] = int(row["tokens"])
+        plot_bands(ax, values, tokens)
+        ax.set_ylabel("validation loss")
+        ax.set_title(f"val_loss/{name} (mean ± std over seeds)")
+    save(fig, os.path.join(study_dir, "set_curves.png"))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot_study.py STUDY_DIR")
@@ -171,6 +199,7 @@ def main():
     ax.set_ylabel("validation loss gap (a - b)")
     ax.set_title("Paired gaps over training (mean ± std over seeds)")
     save(fig, os.path.join(study_dir, "gaps.png"))
+    plot_sets(study_dir)
     plot_axes(study_dir)
     plot_rates(study_dir)
 

@@ -61,6 +61,20 @@ std::string curves_csv(const StudyReport& report) {
   return out;
 }
 
+// Every named validation set's curve (runs with [[eval.sets]]), one row per point.
+std::string set_curves_csv(const StudyReport& report) {
+  std::string out = "variant,seed,set,step,tokens,val_loss\n";
+  for (const auto& r : report.runs) {
+    if (!r.done) continue;
+    for (const auto& p : r.curve) {
+      for (const auto& [set, loss] : p.sets) {
+        out += fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, set, p.step, p.tokens, loss);
+      }
+    }
+  }
+  return out;
+}
+
 std::string gap_curves_csv(const StudyReport& report) {
   std::string out = "pair,seed,step,tokens,gap\n";
   for (const auto& pair : report.pairs) {
@@ -240,14 +254,16 @@ std::string summary_markdown(const StudyReport& report) {
       md += fmt::format("- {} seed {}: {} (`{}`)\n", r.variant, r.seed, r.problem, r.dir);
   }
   md +=
-      "\nFiles: `curves.csv`, `gap_curves.csv`, `summary.json` (and `axis_summary.csv` for a "
-      "grid, `rate_summary.csv` for an activation-rate sweep); plots `curves.png`, `gaps.png` "
-      "(and `axis.png`, `activation_rate.png`) when matplotlib was available.\n";
+      "\nFiles: `curves.csv`, `set_curves.csv` (each named validation set), `gap_curves.csv`, "
+      "`summary.json` (and `axis_summary.csv` for a grid, `rate_summary.csv` for an "
+      "activation-rate sweep); plots `curves.png`, `gaps.png` (and `set_curves.png`, `axis.png`, "
+      "`activation_rate.png`) when matplotlib was available.\n";
   return md;
 }
 
 void write_report_tables(const StudyReport& report, const std::string& dir) {
   write_file_atomically(dir + "/curves.csv", curves_csv(report));
+  write_file_atomically(dir + "/set_curves.csv", set_curves_csv(report));
   write_file_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
   write_file_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
   write_file_atomically(dir + "/summary.md", summary_markdown(report));

@@ -1,36 +1,82 @@
 #include "study/run_results.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
 
+namespace {
+
+constexpr const char* kValColumns = "step,tokens,val_loss,best_val_loss";
+
+std::vector<std::string> split_commas(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+// The set names of the val_loss/<name> columns after the four fixed ones.
+std::vector<std::string> set_columns(const std::string& header, const std::string& path) {
+  const std::string fixed = kValColumns;
+  const std::vector<std::string> cells = split_commas(header);
+  const std::string prefix = "val_loss/";
+  std::vector<std::string> names;
+  for (size_t i = 4; i < cells.size(); ++i) {
+    if (cells[i].rfind(prefix, 0) != 0 || cells[i].size() == prefix.size()) break;
+    names.push_back(cells[i].substr(prefix.size()));
+  }
+  if (header.rfind(fixed, 0) != 0 || cells.size() != 4 + names.size()) {
+    throw InputError(path + ":1: expected the header " + fixed + " (then val_loss/<name> columns)");
+  }
+  return names;
+}
+
+// The whole cell as a number, or std::invalid_argument.
+double number(const std::string& cell) {
+  char* end = nullptr;
+  const double value = std::strtod(cell.c_str(), &end);
+  if (cell.empty() || *end != '\0') throw std::invalid_argument(cell);
+  return value;
+}
+
+ValPoint val_point(const std::string& line, const std::vector<std::string>& names) {
+  const std::vector<std::string> cells = split_commas(line);
+  if (cells.size() != 4 + names.size()) throw std::invalid_argument(line);
+  ValPoint p{int64_t(number(cells[0])), int64_t(number(cells[1])), number(cells[2]), {}};
+  number(cells[3]);  // best_val_loss: checked, not kept
+  for (size_t i = 0; i < names.size(); ++i) p.sets.emplace_back(names[i], number(cells[4 + i]));
+  return p;
+}
+
+}  // namespace
+
 std::vector<ValPoint> read_val_csv(const std::string& path) {
   std::istringstream in(read_text_file(path, "validation log"));
   std::string line;
   std::vector<ValPoint> points;
+  std::vector<std::string> names;
   for (size_t number = 1; std::getline(in, line); ++number) {
     if (number == 1) {
-      if (line != "step,tokens,val_loss,best_val_loss") {
-        throw InputError(path + ":1: expected the header step,tokens,val_loss,best_val_loss");
-      }
+      names = set_columns(line, path);
       continue;
     }
     if (line.empty()) continue;
-    long long step = 0, tokens = 0;
-    double loss = 0, best = 0;
-    char tail = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf%c", &step, &tokens, &loss, &best, &tail) !=
-        4) {
-      throw InputError(path + ":" + std::to_string(number) + ": '" + line +
-                       "': expected step,tokens,val_loss,best_val_loss");
+    try {
+      points.push_back(val_point(line, names));
+    } catch (const std::exception&) {
+      throw InputError(path + ":" + std::to_string(number) + ": '" + line + "': expected " +
+                       std::to_string(4 + names.size()) + " numbers: " + kValColumns +
+                       (names.empty() ? "" : ",val_loss/<name>..."));
     }
-    points.push_back({step, tokens, loss});
   }
   return points;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace moelab {
@@ -12,7 +13,9 @@ namespace moelab {
 struct ValPoint {
   int64_t step = 0;
   int64_t tokens = 0;
-  double val_loss = 0.0;
+  double val_loss = 0.0;  // the first validation set's
+  // Each named validation set's loss (val.csv's val_loss/<name> columns).
+  std::vector<std::pair<std::string, double>> sets;
 };
 
 struct DoneRecord {
@@ -33,8 +36,8 @@ struct RunResult {
   std::string problem;  // why the run is not usable ("" when done is set)
 };
 
-// Reads val.csv (header `step,tokens,val_loss,best_val_loss`); InputError naming
-// the file and line for anything else.
+// Reads val.csv (header `step,tokens,val_loss,best_val_loss`, then any
+// `val_loss/<name>` columns); InputError naming the file and line for anything else.
 std::vector<ValPoint> read_val_csv(const std::string& path);
 DoneRecord read_done(const std::string& path);
 

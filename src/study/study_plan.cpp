@@ -148,6 +148,8 @@ StudyPlan plan_study(const StudySpec& spec) {
       run.cfg.train.threads = spec.threads;
       // The run config lives in the run folder, so relative paths must not be.
       run.cfg.data.dir = absolute_path(run.cfg.data.dir);
+      for (auto& source : run.cfg.data.sources) source.dir = absolute_path(source.dir);
+      for (auto& set : run.cfg.eval.sets) set.dir = absolute_path(set.dir);
       try {
         validate(run.cfg, int(spec.ranks));
       } catch (const InputError& e) {

@@ -2,6 +2,7 @@
 
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
+#include "config/data_sets.h"
 #include "config/load.h"
 #include "data/validation_set.h"
 #include "model/transformer.h"
@@ -19,11 +20,13 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
   }
   Config cfg = parse_config(ckpt.meta["config"].get<std::string>(), opts.checkpoint + "/meta.json",
                             {"parallel.ep=1", "checkpoint.resume=none"});
-  if (!opts.data_dir.empty()) cfg.data.dir = opts.data_dir;
-  const std::string split = opts.split.empty() ? cfg.data.val_split : opts.split;
+  // The run's first validation set unless the options name another.
+  const EvalSet first = validation_sets(cfg).front();
+  const std::string dir = opts.data_dir.empty() ? first.dir : opts.data_dir;
+  const std::string split = opts.split.empty() ? first.split : opts.split;
 
   ProcessGroups groups = make_process_groups(cfg);
-  ValidationSet val(cfg.data.dir, split, cfg.model.seq_len, opts.max_windows);
+  ValidationSet val(dir, split, cfg.model.seq_len, opts.max_windows);
   check_vocab_matches(val.info(), cfg.model.vocab_size);
 
   Transformer model(cfg);

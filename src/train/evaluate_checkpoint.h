@@ -10,8 +10,8 @@ namespace moelab {
 
 struct EvalCheckpointOptions {
   std::string checkpoint;
-  std::string data_dir;  // "" = the run's data.dir
-  std::string split;     // "" = the run's data.val_split
+  std::string data_dir;  // "" = the dir of the run's first validation set
+  std::string split;     // "" = the split of the run's first validation set
   int64_t max_windows = 0;
   int64_t batch_seqs = 16;
 };

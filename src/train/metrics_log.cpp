@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -63,6 +64,21 @@ InputError bad_line(const std::string& path, size_t line_number, const std::stri
   return InputError(path + ":" + std::to_string(line_number) + ": expected " + expected);
 }
 
+// The numbers of a val.csv row if it holds exactly `columns` of them, else nullopt.
+std::optional<std::vector<double>> numbers(const std::string& line, size_t columns) {
+  std::vector<double> out;
+  std::stringstream cells(line);
+  std::string cell;
+  while (std::getline(cells, cell, ',')) {
+    char* parsed_to = nullptr;
+    const double value = std::strtod(cell.c_str(), &parsed_to);
+    if (cell.empty() || *parsed_to != '\0') return std::nullopt;
+    out.push_back(value);
+  }
+  if (out.size() != columns || line.empty() || line.back() == ',') return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 MetricsLog::MetricsLog(const std::string& run_dir, int64_t resumed_step)
@@ -88,37 +104,34 @@ void MetricsLog::write(const nlohmann::json& record) {
   out_ << record.dump() << '\n' << std::flush;
 }
 
-ValLog::ValLog(const std::string& run_dir, int64_t resumed_step)
-    : path_((std::filesystem::path(run_dir) / "val.csv").string()) {
+ValLog::ValLog(const std::string& run_dir, int64_t resumed_step, std::vector<std::string> set_names)
+    : path_((std::filesystem::path(run_dir) / "val.csv").string()),
+      header_(kValHeader),
+      set_names_(std::move(set_names)) {
+  for (const auto& name : set_names_) header_ += ",val_loss/" + name;
+  const size_t columns = 4 + set_names_.size();
   std::vector<std::string> kept;
   if (resumed_step >= 0) {
     kept = keep_lines_up_to(path_, resumed_step, [&](const std::string& line, size_t number) {
       if (number == 1) {
-        if (line != kValHeader) throw bad_line(path_, number, std::string("header ") + kValHeader);
+        if (line != header_) throw bad_line(path_, number, "header " + header_);
         return std::optional<int64_t>();
       }
-      long long step = 0;
-      long long tokens = 0;
-      double loss = 0;
-      double best = 0;
-      char tail = 0;
-      if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf%c", &step, &tokens, &loss, &best, &tail) !=
-          4) {
-        throw bad_line(path_, number, "step,tokens,val_loss,best_val_loss");
-      }
-      return std::optional<int64_t>(step);
+      const std::optional<std::vector<double>> row = numbers(line, columns);
+      if (!row) throw bad_line(path_, number, std::to_string(columns) + " numbers: " + header_);
+      return std::optional<int64_t>(int64_t((*row)[0]));
     });
   }
-  if (kept.empty()) write_file_durably(path_, std::string(kValHeader) + "\n");
-  for (size_t i = 1; i < kept.size(); ++i) {
-    best_ = std::min(best_, std::stod(kept[i].substr(kept[i].rfind(',') + 1)));
-  }
+  if (kept.empty()) write_file_durably(path_, header_ + "\n");
+  for (size_t i = 1; i < kept.size(); ++i) best_ = std::min(best_, (*numbers(kept[i], columns))[3]);
   out_ = open_for_append(path_);
 }
 
-double ValLog::write(int64_t step, int64_t tokens, double val_loss) {
-  best_ = std::min(best_, val_loss);
-  out_ << fmt::format("{},{},{},{}\n", step, tokens, val_loss, best_) << std::flush;
+double ValLog::write(int64_t step, int64_t tokens, const std::vector<double>& losses) {
+  best_ = std::min(best_, losses.front());
+  std::string row = fmt::format("{},{},{},{}", step, tokens, losses.front(), best_);
+  for (size_t i = 0; i < set_names_.size(); ++i) row += fmt::format(",{}", losses.at(i));
+  out_ << row << '\n' << std::flush;
   return best_;
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace moelab {
 
@@ -25,17 +26,25 @@ class MetricsLog {
   std::ofstream out_;
 };
 
-// val.csv: "step,tokens,val_loss,best_val_loss", header once.
+// val.csv: "step,tokens,val_loss,best_val_loss", header once, then a
+// "val_loss/<name>" column for each named validation set: the first four
+// columns mean the same in every run, val_loss and best_val_loss being those of
+// the first set.
 class ValLog {
  public:
-  explicit ValLog(const std::string& run_dir, int64_t resumed_step = -1);
+  explicit ValLog(const std::string& run_dir, int64_t resumed_step = -1,
+                  std::vector<std::string> set_names = {});
   // Appends a row (losses in shortest round-trip form, so a resumed run restores
-  // the best loss exactly) and returns the best validation loss so far, this one included.
-  double write(int64_t step, int64_t tokens, double val_loss);
+  // the best loss exactly) and returns the best validation loss so far, this one
+  // included. `losses`: one per validation set, the first set's first (a
+  // single one without named sets).
+  double write(int64_t step, int64_t tokens, const std::vector<double>& losses);
   double best_val_loss() const { return best_; }
 
  private:
   std::string path_;
+  std::string header_;
+  std::vector<std::string> set_names_;
   std::ofstream out_;
   double best_ = std::numeric_limits<double>::infinity();
 };

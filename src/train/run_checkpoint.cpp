@@ -28,8 +28,7 @@ std::map<std::string, torch::Tensor> tensors_of(const NamedParams& params,
 nlohmann::json meta_of(const Config& cfg, const ProcessGroups& groups, const TrainState& s) {
   return {{"step", s.step},
           {"tokens", s.tokens},
-          {"loader_epoch", s.loader.epoch},
-          {"loader_position", s.loader.position},
+          {"loader_samples", s.loader.samples},
           {"best_val_loss", std::isfinite(s.best_val_loss) ? nlohmann::json(s.best_val_loss)
                                                            : nlohmann::json(nullptr)},
           {"nonfinite_total", s.nonfinite_total},
@@ -45,8 +44,7 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir) {
     TrainState s;
     s.step = meta.at("step").get<int64_t>();
     s.tokens = meta.at("tokens").get<int64_t>();
-    s.loader.epoch = meta.at("loader_epoch").get<int64_t>();
-    s.loader.position = meta.at("loader_position").get<int64_t>();
+    s.loader.samples = meta.at("loader_samples").get<int64_t>();
     if (!meta.at("best_val_loss").is_null()) s.best_val_loss = meta["best_val_loss"].get<double>();
     s.nonfinite_total = meta.at("nonfinite_total").get<int64_t>();
     s.nonfinite_in_a_row = meta.at("nonfinite_in_a_row").get<int64_t>();

@@ -88,8 +88,12 @@ void TensorBoardLog::write_metrics(const nlohmann::json& record) {
   writer_->flush();
 }
 
-void TensorBoardLog::write_validation(int64_t step, double val_loss, double best_val_loss) {
-  writer_->write(step, {{"val_loss", val_loss, {}}, {"best_val_loss", best_val_loss, {}}});
+void TensorBoardLog::write_validation(int64_t step, double val_loss, double best_val_loss,
+                                      const std::vector<std::pair<std::string, double>>& sets) {
+  std::vector<SummaryValue> values = {{"val_loss", val_loss, {}},
+                                      {"best_val_loss", best_val_loss, {}}};
+  for (const auto& [tag, loss] : sets) values.push_back({tag, loss, {}});
+  writer_->write(step, values);
   writer_->flush();
 }
 

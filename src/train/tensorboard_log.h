@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/event_file.h"
@@ -27,8 +28,9 @@ class TensorBoardLog {
   TensorBoardLog(const std::string& run_dir, int64_t resumed_step);
   // summary_values(record) at record["step"], flushed.
   void write_metrics(const nlohmann::json& record);
-  // "val_loss" and "best_val_loss" at `step`, flushed.
-  void write_validation(int64_t step, double val_loss, double best_val_loss);
+  // "val_loss", "best_val_loss" and each (tag, loss) of `sets` at `step`, flushed.
+  void write_validation(int64_t step, double val_loss, double best_val_loss,
+                        const std::vector<std::pair<std::string, double>>& sets = {});
 
  private:
   std::unique_ptr<EventFileWriter> writer_;

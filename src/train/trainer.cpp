@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "comm/cuda_device.h"
+#include "config/data_sets.h"
 #include "train/evaluator.h"
 #include "train/mfu.h"
 #include "train/run_log.h"
@@ -77,13 +78,21 @@ Trainer::~Trainer() = default;
 
 void Trainer::setup_data() {
   batch_seqs_ = global_batch_seqs(cfg_);
-  loader_ = std::make_unique<BatchLoader>(
-      cfg_.data.dir, cfg_.data.train_split, cfg_.model.seq_len, batch_seqs_, rank_, world_size_,
-      uint64_t(cfg_.train.seed), int(cfg_.data.prefetch), cfg_.data.max_unique_tokens);
-  val_ = std::make_unique<ValidationSet>(cfg_.data.dir, cfg_.data.val_split, cfg_.model.seq_len,
-                                         cfg_.eval.max_windows);
+  std::vector<LoaderSource> sources;
+  for (const auto& s : training_sources(cfg_)) {
+    sources.push_back({s.dir, s.weight, s.max_unique_tokens});
+    source_names_.push_back(s.name);
+  }
+  loader_ = std::make_unique<BatchLoader>(sources, cfg_.data.train_split, cfg_.model.seq_len,
+                                          batch_seqs_, rank_, world_size_,
+                                          uint64_t(cfg_.train.seed), int(cfg_.data.prefetch));
   check_vocab_matches(loader_->info(), cfg_.model.vocab_size);
-  check_same_tokenizer(loader_->info(), val_->info());
+  for (const auto& set : validation_sets(cfg_)) {
+    val_sets_.push_back(
+        {set.name, std::make_unique<ValidationSet>(set.dir, set.split, cfg_.model.seq_len,
+                                                   cfg_.eval.max_windows)});
+    check_same_tokenizer(loader_->info(), val_sets_.back().windows->info());
+  }
 
   local_seqs_ = batch_seqs_ / world_size_;
   micro_seqs_ = cfg_.train.micro_batch_seqs > 0 ? std::min(cfg_.train.micro_batch_seqs, local_seqs_)
@@ -119,7 +128,10 @@ void Trainer::resume_or_init() {
 void Trainer::open_logs(const nlohmann::json& places) {
   write_run_files(cfg_, plan_.groups(), precision_, places);
   metrics_ = std::make_unique<MetricsLog>(cfg_.train.out_dir, resumed_step_);
-  val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_);
+  // Named columns only where the config names its sets: other runs keep the plain val.csv.
+  std::vector<std::string> set_columns;
+  for (const auto& set : cfg_.eval.sets) set_columns.push_back(set.name);
+  val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_, set_columns);
   if (cfg_.log.tensorboard) {
     tensorboard_ = std::make_unique<TensorBoardLog>(cfg_.train.out_dir, resumed_step_);
   }
@@ -256,16 +268,33 @@ void Trainer::advance_state() {
 }
 
 double Trainer::evaluate() {
-  const EvalResult r =
-      moelab::evaluate(model_, *val_, cfg_.eval.batch_seqs, plan_.groups().dp.get(), device_);
-  state_.best_val_loss = std::min(state_.best_val_loss, r.loss);
+  std::vector<double> losses;
+  // "val_loss/<name>" for each set the config names (TensorBoard tags, log lines).
+  std::vector<std::pair<std::string, double>> named;
+  for (const auto& set : val_sets_) {
+    losses.push_back(moelab::evaluate(model_, *set.windows, cfg_.eval.batch_seqs,
+                                      plan_.groups().dp.get(), device_)
+                         .loss);
+    if (!cfg_.eval.sets.empty()) named.emplace_back("val_loss/" + set.name, losses.back());
+  }
+  state_.best_val_loss = std::min(state_.best_val_loss, losses.front());
   if (rank_ == 0) {
-    const double best = val_log_->write(state_.step, state_.tokens, r.loss);
-    if (tensorboard_) tensorboard_->write_validation(state_.step, r.loss, best);
-    spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state_.step, r.loss,
+    const double best = val_log_->write(state_.step, state_.tokens, losses);
+    if (tensorboard_) tensorboard_->write_validation(state_.step, losses.front(), best, named);
+    for (const auto& [tag, loss] : named) spdlog::info("step {} {} {:.4f}", state_.step, tag, loss);
+    spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state_.step, losses.front(),
                  state_.best_val_loss);
   }
-  return r.loss;
+  return losses.front();
+}
+
+nlohmann::json Trainer::data_metrics() const {
+  nlohmann::json tokens, epochs;
+  for (size_t s = 0; s < source_names_.size(); ++s) {
+    tokens[source_names_[s]] = loader_->taken()[s] * cfg_.model.seq_len;
+    epochs[source_names_[s]] = loader_->epoch(s);
+  }
+  return {{"tokens", tokens}, {"epoch", epochs}};
 }
 
 void Trainer::stop_for_resume(bool saved) {
@@ -300,7 +329,7 @@ void Trainer::log_step(const StepResult& r) {
   if (!log_now) return;
   nlohmann::json line = {{"step", state_.step},
                          {"tokens", state_.tokens},
-                         {"epoch", state_.loader.epoch},
+                         {"epoch", loader_->epoch()},
                          {"lr", r.lr},
                          {"loss", r.loss},
                          {"aux_loss", r.aux_loss},
@@ -312,7 +341,8 @@ void Trainer::log_step(const StepResult& r) {
                          {"time_ms", r.time_ms},
                          {"peak_mib", r.peak_mib},
                          {"skipped", r.skipped},
-                         {"nonfinite_total", state_.nonfinite_total}};
+                         {"nonfinite_total", state_.nonfinite_total},
+                         {"data", data_metrics()}};
   line.update(ranks);
   if (!moe.is_null()) line["moe"] = moe;
   metrics_->write(line);

@@ -87,7 +87,10 @@ class Trainer {
   void optimizer_step(StepResult& result);
   void advance_state();
 
+  // Every validation set's loss, logged; returns the first set's.
   double evaluate();
+  // Per source: tokens trained on and the epoch it is in.
+  nlohmann::json data_metrics() const;
   void checkpoint();
   // After a stop signal: the checkpoint at this step (unless `saved` already).
   void stop_for_resume(bool saved);
@@ -106,7 +109,12 @@ class Trainer {
   PrecisionChoice precision_;
   int64_t batch_seqs_ = 0, local_seqs_ = 0, micro_seqs_ = 0;
   std::unique_ptr<BatchLoader> loader_;
-  std::unique_ptr<ValidationSet> val_;
+  std::vector<std::string> source_names_;  // the mixture's, in loader order
+  struct NamedValidationSet {
+    std::string name;
+    std::unique_ptr<ValidationSet> windows;
+  };
+  std::vector<NamedValidationSet> val_sets_;  // the first defines best_val_loss
   Transformer model_{nullptr};
   NamedParams buffers_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
@@ -97,6 +99,45 @@ TEST(Cli, PrepRefusesAnUnsupportedTokenizerByName) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out/train"));
+}
+
+// Two datasets prepared with different tokenizers: a mixture of them, or a
+// validation set of the other one, exits 2 naming both folders' manifests
+// before any training.
+TEST(Cli, DatasetsOfDifferentTokenizersExitTwoNamingBothFolders) {
+  const std::string dir = testing::TempDir() + "/two_tokenizers";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream corpus(dir + "/corpus.txt");
+  const char* lines[] = {"the cat sat on the mat and looked at the moon.",
+                         "a dog ran to the park to play with a red ball.",
+                         "the bird sang a song in the tall green tree."};
+  for (int d = 0; d < 40; ++d) corpus << lines[d % 3] << "\n<|endoftext|>\n";
+  corpus.close();
+  for (const char* vocab : {"70", "80"}) {
+    Result prep = moelab("prep --input " + dir + "/corpus.txt --val-count 4 --vocab-size " + vocab +
+                         " --out " + dir + "/v" + vocab);
+    ASSERT_EQ(prep.code, 0) << prep.output;
+  }
+  const std::string model =
+      "[model]\nvocab_size = 70\nd_model = 16\nn_layers = 1\nn_heads = 2\nd_ff = 32\n"
+      "seq_len = 8\n[train]\nbatch_seqs = 2\nmax_steps = 1\n[optim]\nwarmup_steps = 0\n";
+  const std::string a = dir + "/v70", b = dir + "/v80";
+  std::ofstream(dir + "/mixture.toml") << model << "[[data.sources]]\ndir = \"" << a
+                                       << "\"\n[[data.sources]]\ndir = \"" << b << "\"\n";
+  std::ofstream(dir + "/sets.toml")
+      << model << "[data]\ndir = \"" << a << "\"\n[[eval.sets]]\nname = \"a\"\ndir = \"" << a
+      << "\"\n[[eval.sets]]\nname = \"b\"\ndir = \"" << b << "\"\n";
+  for (const auto& [config, split] :
+       std::vector<std::pair<std::string, std::string>>{{"mixture", "train"}, {"sets", "val"}}) {
+    Result r = moelab("train " + dir + "/" + config + ".toml --out " + dir + "/run_" + config);
+    EXPECT_EQ(r.code, 2) << config << ": " << r.output;
+    EXPECT_NE(r.output.find(a + "/train/manifest.json and " + b + "/" + split +
+                            "/manifest.json were encoded with different tokenizers"),
+              std::string::npos)
+        << config << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/run_" + config + "/metrics.jsonl")) << config;
+  }
 }
 
 }  // namespace

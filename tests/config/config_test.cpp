@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config/data_sets.h"
 #include "config/load.h"
 #include "util/error.h"
 
@@ -27,6 +28,59 @@ TEST(Config, DefaultsAreValidAndRoundTrip) {
   EXPECT_NO_THROW(validate(cfg, 1));
   Config back = parse_config(to_toml(cfg), "dump.toml");
   EXPECT_EQ(to_toml(back), to_toml(cfg));
+}
+
+TEST(Config, MixtureAndValidationSetsReadRoundTripAndResolve) {
+  const Config cfg = parse_config(
+      "[[data.sources]]\ndir = \"corpora/web/\"\nweight = 3\n"
+      "[[data.sources]]\nname = \"code\"\ndir = \"corpora/py\"\nmax_unique_tokens = 1000\n"
+      "[[eval.sets]]\nname = \"web\"\ndir = \"corpora/web\"\n"
+      "[[eval.sets]]\nname = \"code\"\ndir = \"corpora/py\"\nsplit = \"test\"\n",
+      "mix.toml");
+  ASSERT_EQ(cfg.data.sources.size(), 2u);
+  EXPECT_DOUBLE_EQ(cfg.data.sources[0].weight, 3.0);
+  EXPECT_DOUBLE_EQ(cfg.data.sources[1].weight, 1.0);  // the default
+  EXPECT_EQ(cfg.data.sources[1].max_unique_tokens, 1000);
+  EXPECT_EQ(cfg.origin.at("data.sources[1].name"), "mix.toml:5:1");
+  const auto sources = training_sources(cfg);
+  EXPECT_EQ(sources[0].name, "web");  // the last component of its dir
+  EXPECT_EQ(sources[1].name, "code");
+  ASSERT_EQ(cfg.eval.sets.size(), 2u);
+  EXPECT_EQ(cfg.eval.sets[0].split, "val");
+  EXPECT_EQ(cfg.eval.sets[1].split, "test");
+  const Config back = parse_config(to_toml(cfg), "dump.toml");
+  EXPECT_EQ(to_toml(back), to_toml(cfg));
+  EXPECT_EQ(back.data.sources[1].dir, "corpora/py");
+  // An entry's key can be overridden like any other, with the same checks.
+  const Config reweighted = parse_config(to_toml(cfg), "dump.toml",
+                                         {"data.sources[1].weight=2", "eval.sets[0].split=test"});
+  EXPECT_DOUBLE_EQ(reweighted.data.sources[1].weight, 2.0);
+  EXPECT_EQ(reweighted.eval.sets[0].split, "test");
+  EXPECT_EQ(
+      error_of(to_toml(cfg), {"data.sources[1].weight=0"}),
+      "--set data.sources[1].weight=0: data.sources[1].weight = 0.0: expected a number > 0.0");
+  EXPECT_NE(error_of(to_toml(cfg), {"data.sources[2].weight=1"}).find("unknown key"),
+            std::string::npos);
+}
+
+// Without sources or sets: data.dir is a mixture of one and data.val_split the
+// one validation set; the dump still lists the keys of both tables.
+TEST(Config, DefaultsAreDataDirAloneAndListTheTableKeys) {
+  const Config cfg =
+      parse_config("[data]\ndir = \"corpora/web\"\nmax_unique_tokens = 50\n", "a.toml");
+  const auto sources = training_sources(cfg);
+  ASSERT_EQ(sources.size(), 1u);
+  EXPECT_EQ(sources[0].dir, "corpora/web");
+  EXPECT_EQ(sources[0].max_unique_tokens, 50);
+  const auto sets = validation_sets(cfg);
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0].dir, "corpora/web");
+  EXPECT_EQ(sets[0].split, "val");
+  const std::string dump = to_toml(Config{});
+  for (const char* line : {"# [[data.sources]]", "# weight = 1.0", "# max_unique_tokens = 0",
+                           "# [[eval.sets]]", "# split = \"val\""}) {
+    EXPECT_NE(dump.find(line), std::string::npos) << line << " in\n" << dump;
+  }
 }
 
 TEST(Config, ReadsTypedValuesAndRecordsOrigins) {
@@ -276,6 +330,52 @@ const BadCase kBadCases[] = {
      {"model.n_heads=3"},
      0,
      "--set model.n_heads=3: model.n_heads = 3 must divide model.d_model = 256"},
+    {"source_negative_weight",
+     "[[data.sources]]\ndir = \"a\"\nweight = -1\n",
+     {},
+     0,
+     "bad.toml:3:10: data.sources[0].weight = -1.0: expected a number > 0.0"},
+    {"sources_empty",
+     "[data]\nsources = []\n",
+     {},
+     0,
+     "bad.toml:2:11: data.sources = an array: expected one or more [[data.sources]] tables"},
+    {"source_without_dir",
+     "[[data.sources]]\ndir = \"a\"\n[[data.sources]]\nweight = 2\n",
+     {},
+     0,
+     "bad.toml:3:1: data.sources[1] has no dir (the prepared dataset folder)"},
+    {"source_unknown_key",
+     "[[data.sources]]\ndir = \"a\"\nwieght = 2\n",
+     {},
+     0,
+     "bad.toml:3:1: unknown key 'data.sources[0].wieght'; did you mean 'data.sources[0].weight'?"},
+    {"sources_same_name",
+     "[[data.sources]]\ndir = \"x/web\"\n[[data.sources]]\ndir = \"y/web\"\n",
+     {},
+     0,
+     "bad.toml:3:1: data.sources[1].name = \"web\" is also the name of data.sources[0]"},
+    {"sources_and_dir",
+     "[data]\ndir = \"d\"\n[[data.sources]]\ndir = \"a\"\n",
+     {},
+     0,
+     "bad.toml:2:1: data.dir and [[data.sources]] exclude each other: list data.dir as a source"},
+    {"eval_sets_same_name",
+     "[[eval.sets]]\nname = \"web\"\ndir = \"a\"\n[[eval.sets]]\nname = \"web\"\ndir = \"b\"\n",
+     {},
+     0,
+     "bad.toml:5:1: eval.sets[1].name = \"web\" is also the name of eval.sets[0]"},
+    {"eval_set_without_name",
+     "[[eval.sets]]\ndir = \"a\"\n",
+     {},
+     0,
+     "bad.toml:1:1: eval.sets[0].name = \"\": expected a name of letters, digits, '_', '-' and "
+     "'.'"},
+    {"eval_sets_not_tables",
+     "[eval]\nsets = [\"a\"]\n",
+     {},
+     0,
+     "bad.toml:2:8: eval.sets = an array: expected one or more [[eval.sets]] tables"},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, BadConfig, ::testing::ValuesIn(kBadCases),

@@ -64,11 +64,12 @@ inline PrepOptions small_prep_options(std::vector<std::string> inputs, const std
   return options;
 }
 
-// A split whose token stream is 0, 1, 2, ... (mod vocab), in documents of
-// `doc_tokens` tokens each (the last one an EOS), over several shards.
+// A split whose token stream is first, first + 1, ... (mod vocab), in documents
+// of `doc_tokens` tokens each (the last one an EOS), over several shards.
 inline void write_counting_split(const std::string& dataset_dir, const std::string& split,
                                  int64_t total_tokens, int64_t doc_tokens, int64_t shard_tokens,
-                                 int64_t vocab_size = 1000, const std::string& checksum = "abc") {
+                                 int64_t vocab_size = 1000, const std::string& checksum = "abc",
+                                 int64_t first = 0) {
   ShardHeader header;
   header.vocab_size = vocab_size;
   header.eos_id = vocab_size - 1;
@@ -77,7 +78,7 @@ inline void write_counting_split(const std::string& dataset_dir, const std::stri
   ShardSink sink((std::filesystem::path(dataset_dir) / split).string(), header, shard_tokens);
   std::vector<uint32_t> doc;
   for (int64_t t = 0; t < total_tokens; ++t) {
-    doc.push_back(static_cast<uint32_t>(t % vocab_size));
+    doc.push_back(static_cast<uint32_t>((first + t) % vocab_size));
     if (static_cast<int64_t>(doc.size()) == doc_tokens || t + 1 == total_tokens) {
       sink.add_document(doc.data(), static_cast<int64_t>(doc.size()));
       doc.clear();

@@ -101,6 +101,28 @@ TEST_F(ReportTest, TablesListExcludedRunsAndNPerVariant) {
   EXPECT_EQ(gaps.find("dense_total - moe,1,"), std::string::npos);
 }
 
+// A run with named validation sets: curves.csv keeps the first set's val_loss,
+// set_curves.csv holds every named set's curve.
+TEST_F(ReportTest, NamedValidationSetsGetTheirOwnCurves) {
+  write_file(dir / "moe/seed0/val.csv",
+             "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n"
+             "5,640,3.5,3.5,3.5,4.25\n10,1280,3,3,3,4\n");
+  write_report_tables(build_report(plan), dir.str());
+  const std::string curves = read_file(dir / "curves.csv");
+  EXPECT_EQ(
+      curves.rfind("variant,seed,step,tokens,val_loss\nmoe,0,5,640,3.5\nmoe,0,10,1280,3\n", 0), 0u)
+      << curves;
+  EXPECT_EQ(read_file(dir / "set_curves.csv"),
+            "variant,seed,set,step,tokens,val_loss\nmoe,0,web,5,640,3.5\nmoe,0,code,5,640,4.25\n"
+            "moe,0,web,10,1280,3\nmoe,0,code,10,1280,4\n");
+  write_file(dir / "moe/seed0/val.csv",
+             "step,tokens,val_loss,best_val_loss,val_loss/web\n5,640,3.5,3.5\n");
+  EXPECT_NE(
+      build_report(plan).runs[0].problem.find("val.csv:2: '5,640,3.5,3.5': expected 5 numbers"),
+      std::string::npos)
+      << build_report(plan).runs[0].problem;
+}
+
 TEST_F(ReportTest, BrokenRunFilesAreExcludedWithTheReason) {
   write_file(dir / "moe/seed1/DONE", "not json");
   write_file(dir / "dense_active/seed2/val.csv", "step,loss\n");
@@ -117,9 +139,13 @@ TEST_F(ReportTest, PlotsAreWrittenWhenMatplotlibExists) {
       std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
     GTEST_SKIP() << "no python3 with matplotlib";
   }
+  // One run with named validation sets: set_curves.png too.
+  write_file(dir / "moe/seed0/val.csv",
+             "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n"
+             "5,640,3.5,3.5,3.5,4.25\n10,1280,3,3,3,4\n");
   write_report_tables(build_report(plan), dir.str());
   ASSERT_TRUE(render_plots(dir.str(), MOELAB_SOURCE_DIR "/src/study/plot_study.py"));
-  for (const char* png : {"curves.png", "gaps.png"}) {
+  for (const char* png : {"curves.png", "gaps.png", "set_curves.png"}) {
     EXPECT_EQ(read_file(dir / png).substr(1, 3), "PNG") << png;
   }
 }

@@ -58,8 +58,10 @@ def logged_values(run_dir):
     with open(os.path.join(run_dir, "val.csv")) as f:
         for row in csv.DictReader(f):
             step = int(row["step"])
-            want[(step, "val_loss")] = float(row["val_loss"])
-            want[(step, "best_val_loss")] = float(row["best_val_loss"])
+            # val_loss, best_val_loss and each named set's val_loss/<name>.
+            for column, value in row.items():
+                if column.startswith("val_loss") or column == "best_val_loss":
+                    want[(step, column)] = float(value)
     return want
 
 

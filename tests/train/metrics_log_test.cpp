@@ -17,7 +17,7 @@ std::string read_all(const std::string& path) {
 }
 
 void log_val_steps(ValLog& log, std::initializer_list<int64_t> steps) {
-  for (int64_t step : steps) log.write(step, step * 64, 10.0 / static_cast<double>(step));
+  for (int64_t step : steps) log.write(step, step * 64, {10.0 / static_cast<double>(step)});
 }
 
 TEST(MetricsLog, WritesOneFlushedJsonObjectPerLine) {
@@ -61,9 +61,9 @@ TEST(MetricsLog, UnreadableLineIsAnInputErrorNamingFileAndLine) {
 TEST(ValLog, WritesHeaderOnceAndTracksTheBest) {
   testing::TempDir run;
   ValLog log(run.str());
-  EXPECT_DOUBLE_EQ(log.write(10, 640, 3.5), 3.5);
-  EXPECT_DOUBLE_EQ(log.write(20, 1280, 3.25), 3.25);
-  EXPECT_DOUBLE_EQ(log.write(30, 1920, 3.375), 3.25);
+  EXPECT_DOUBLE_EQ(log.write(10, 640, {3.5}), 3.5);
+  EXPECT_DOUBLE_EQ(log.write(20, 1280, {3.25}), 3.25);
+  EXPECT_DOUBLE_EQ(log.write(30, 1920, {3.375}), 3.25);
   EXPECT_EQ(read_all(run / "val.csv"),
             "step,tokens,val_loss,best_val_loss\n"
             "10,640,3.5,3.5\n20,1280,3.25,3.25\n30,1920,3.375,3.25\n");
@@ -86,6 +86,28 @@ TEST(ValLog, ResumedRunEndsWithTheUninterruptedFile) {
     log_val_steps(log, {3, 4, 5});
   }
   EXPECT_EQ(read_all(resumed / "val.csv"), read_all(uninterrupted / "val.csv"));
+}
+
+// Named sets add a column each after the four fixed ones; val_loss and the
+// best are the first set's, and a resume keeps and checks the named header.
+TEST(ValLog, NamedSetsGetAColumnEachAndResume) {
+  testing::TempDir run;
+  {
+    ValLog log(run.str(), -1, {"web", "code"});
+    EXPECT_DOUBLE_EQ(log.write(0, 0, {4.0, 5.5}), 4.0);
+    EXPECT_DOUBLE_EQ(log.write(10, 640, {3.5, 2.0}), 3.5);
+    log.write(20, 1280, {3.75, 1.5});
+  }
+  const std::string header = "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n";
+  EXPECT_EQ(read_all(run / "val.csv"),
+            header + "0,0,4,4,4,5.5\n10,640,3.5,3.5,3.5,2\n20,1280,3.75,3.5,3.75,1.5\n");
+  {
+    ValLog log(run.str(), /*resumed_step=*/10, {"web", "code"});
+    EXPECT_DOUBLE_EQ(log.best_val_loss(), 3.5);
+  }
+  EXPECT_EQ(read_all(run / "val.csv"), header + "0,0,4,4,4,5.5\n10,640,3.5,3.5,3.5,2\n");
+  EXPECT_THROW(ValLog(run.str(), 10, {"web"}), InputError);  // another set list
+  EXPECT_THROW(ValLog(run.str(), 10), InputError);
 }
 
 TEST(ValLog, WrongHeaderIsAnInputError) {

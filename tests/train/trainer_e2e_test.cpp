@@ -2,6 +2,7 @@
 // overfitting, exact resume, and the same curve at every (world, ep) layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -53,20 +54,38 @@ class TrainerE2E : public ::testing::Test {
     ASSERT_EQ(run(std::string(MOELAB_BINARY) + " prep --input " + (kRoot / "corpus.txt").string() +
                   " --val-count 6 --vocab-size 80 --out " + (kRoot / "data").string()),
               0);
-    std::ofstream cfg(kRoot / "tiny.toml");
-    cfg << "[model]\nvocab_size = 80\nd_model = 32\nn_layers = 2\nn_heads = 2\nd_ff = 64\n"
-           "seq_len = 16\n[moe]\nnum_experts = 4\ntop_k = 2\nd_expert = 32\n"
-           "[data]\ndir = \""
-        << (kRoot / "data").string()
-        << "\"\nprefetch = 2\n[train]\nprecision = \"fp32\"\nbatch_seqs = 8\nthreads = 1\n"
-           "[optim]\nlr = 1e-2\nwarmup_steps = 2\n[eval]\nbatch_seqs = 4\n"
-           "[log]\ninterval = 1\nprogress = \"off\"\n";
+    // A second dataset in the same tokenizer, of other text: a mixture's second source.
+    std::ofstream other(kRoot / "other.txt");
+    for (int d = 0; d < 30; ++d) {
+      other << lines[(d + 2) % 3] << " " << lines[(d + 2) % 3] << " the end.\n<|endoftext|>\n";
+    }
+    other.close();
+    ASSERT_EQ(run(std::string(MOELAB_BINARY) + " prep --input " + (kRoot / "other.txt").string() +
+                  " --val-count 4 --tokenizer " + (kRoot / "data" / "tokenizer.model").string() +
+                  " --out " + (kRoot / "other").string()),
+              0);
+    const std::string common =
+        "[model]\nvocab_size = 80\nd_model = 32\nn_layers = 2\nn_heads = 2\nd_ff = 64\n"
+        "seq_len = 16\n[moe]\nnum_experts = 4\ntop_k = 2\nd_expert = 32\n"
+        "[train]\nprecision = \"fp32\"\nbatch_seqs = 8\nthreads = 1\n"
+        "[optim]\nlr = 1e-2\nwarmup_steps = 2\n[eval]\nbatch_seqs = 4\n"
+        "[log]\ninterval = 1\nprogress = \"off\"\n";
+    const std::string data = (kRoot / "data").string(), other_data = (kRoot / "other").string();
+    std::ofstream(kRoot / "tiny.toml")
+        << common << "[data]\ndir = \"" << data << "\"\nprefetch = 2\n";
+    // Sources 3:1 (two rows of every batch of 8 from "other"), both validation sets.
+    std::ofstream(kRoot / "mix.toml")
+        << common << "[data]\nprefetch = 2\n[[data.sources]]\ndir = \"" << data
+        << "\"\nweight = 3\n[[data.sources]]\ndir = \"" << other_data
+        << "\"\n[[eval.sets]]\nname = \"main\"\ndir = \"" << data
+        << "\"\n[[eval.sets]]\nname = \"other\"\ndir = \"" << other_data << "\"\n";
   }
   static void TearDownTestSuite() { fs::remove_all(kRoot); }
 
-  static std::string train(const std::string& out, const std::string& sets, int ranks = 1) {
+  static std::string train(const std::string& out, const std::string& sets, int ranks = 1,
+                           const std::string& config = "tiny.toml") {
     return (ranks > 1 ? mpirun(ranks) : std::string()) + MOELAB_BINARY + " train " +
-           (kRoot / "tiny.toml").string() + " --out " + (kRoot / out).string() + " " + sets;
+           (kRoot / config).string() + " --out " + (kRoot / out).string() + " " + sets;
   }
 };
 
@@ -164,9 +183,9 @@ TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
   for (const auto& [name, t] : first.tensors)
     moved |= name.find("bias") != std::string::npos && !torch::equal(t, before.tensors.at(name));
   EXPECT_TRUE(moved);
-  EXPECT_EQ(after.meta.at("loader_position"),
-            ckpt("clean", "step_00000003").meta.at("loader_position"));
-  EXPECT_NE(after.meta.at("loader_position"), before.meta.at("loader_position"));
+  EXPECT_EQ(after.meta.at("loader_samples"),
+            ckpt("clean", "step_00000003").meta.at("loader_samples"));
+  EXPECT_NE(after.meta.at("loader_samples"), before.meta.at("loader_samples"));
 }
 
 // Evaluation inside a run leaves training alone: with the aux-free routing
@@ -310,6 +329,8 @@ TEST_F(TrainerE2E, WsdRunBranchesIntoALongerRunFromItsStablePhase) {
 struct MoeVariant {
   std::string name;
   std::string sets;
+  std::string config = "tiny.toml";
+  int val_columns = 1;  // val.csv loss columns compared: val_loss and each named set's
 };
 
 class LayoutInvariance : public TrainerE2E, public ::testing::WithParamInterface<MoeVariant> {};
@@ -319,15 +340,22 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
                            " --set moe.enabled=true --set train.max_steps=8 --set eval.interval=2 "
                            "--set checkpoint.interval=4 --set checkpoint.keep=5";
   const std::string prefix = GetParam().name + "_";
-  ASSERT_EQ(run(train(prefix + "w1", sets)), 0);
+  const std::string& config = GetParam().config;
+  // val_loss, then each named set's column (best_val_loss between them).
+  std::vector<int> val_columns = {2};
+  for (int c = 1; c < GetParam().val_columns; ++c) val_columns.push_back(3 + c);
+  ASSERT_EQ(run(train(prefix + "w1", sets, 1, config)), 0);
   const auto reference = train_losses(kRoot / (prefix + "w1"));
-  const auto reference_val = column(kRoot / (prefix + "w1") / "val.csv", 2);
   for (auto [world, ep] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {4, 2}, {4, 4}}) {
     SCOPED_TRACE("world " + std::to_string(world) + " ep " + std::to_string(ep));
     const std::string name = prefix + "w" + std::to_string(world) + "ep" + std::to_string(ep);
-    ASSERT_EQ(run(train(name, sets + " --set parallel.ep=" + std::to_string(ep), world)), 0);
+    ASSERT_EQ(run(train(name, sets + " --set parallel.ep=" + std::to_string(ep), world, config)),
+              0);
     expect_close(train_losses(kRoot / name), reference, 1e-5);
-    expect_close(column(kRoot / name / "val.csv", 2), reference_val, 1e-5);
+    for (int c : val_columns) {
+      expect_close(column(kRoot / name / "val.csv", c),
+                   column(kRoot / (prefix + "w1") / "val.csv", c), 1e-5);
+    }
   }
   // Saved at (2, 2) after step 4, resumed at (4, 4) and at (1, 1).
   for (auto [world, ep] : std::vector<std::pair<int, int>>{{4, 4}, {1, 1}}) {
@@ -336,9 +364,9 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
     fs::copy(kRoot / (prefix + "w2ep2"), kRoot / name, fs::copy_options::recursive);
     fs::remove_all(kRoot / name / "checkpoints" / "step_00000008");
     fs::remove(kRoot / name / "DONE");
-    ASSERT_EQ(
-        run(train(name, sets + " --resume auto --set parallel.ep=" + std::to_string(ep), world)),
-        0);
+    ASSERT_EQ(run(train(name, sets + " --resume auto --set parallel.ep=" + std::to_string(ep),
+                        world, config)),
+              0);
     EXPECT_NE(last_log().find("step_00000004 (step 4)"), std::string::npos) << last_log();
     expect_close(train_losses(kRoot / name), reference, 1e-5);
   }
@@ -369,7 +397,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set moe.route_scale=2.5 --set moe.balance=aux_free "
                                  "--set moe.bias_update_rate=0.05"},
                       // A mixed stack: layer 0 dense, layer 1 MoE (experts still by global id).
-                      MoeVariant{"first_dense", "--set moe.first_dense_layers=1"}),
+                      MoeVariant{"first_dense", "--set moe.first_dense_layers=1"},
+                      // Two sources 3:1 and two validation sets: the samples of each
+                      // global batch depend on its index alone.
+                      MoeVariant{"mixture", "", "mix.toml", 3}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
@@ -393,6 +424,45 @@ double eval_loss(const fs::path& checkpoint) {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   const size_t at = text.rfind(": loss ");
   return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+}
+
+// The realised mixture: with weights 3:1 every batch of 8 holds 6 sequences of
+// "data" and 2 of "other" (the schedule repeats every 4 samples), so the
+// cumulative per-source counts in metrics.jsonl are exact; each validation set
+// has its own val.csv column after the four every reader knows.
+TEST_F(TrainerE2E, MixtureLogsTokensPerSourceAndALossPerValidationSet) {
+  ASSERT_EQ(run(train("mix", "--set train.max_steps=6 --set eval.interval=3", 1, "mix.toml")), 0)
+      << last_log();
+  std::ifstream in(kRoot / "mix" / "metrics.jsonl");
+  std::string line;
+  int64_t steps = 0;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    const int64_t step = r.at("step");
+    EXPECT_EQ(r.at("data").at("tokens").at("data"), step * 6 * 16) << line;
+    EXPECT_EQ(r.at("data").at("tokens").at("other"), step * 2 * 16) << line;
+    ++steps;
+  }
+  EXPECT_EQ(steps, 6);
+  std::ifstream val(kRoot / "mix" / "val.csv");
+  std::getline(val, line);
+  EXPECT_EQ(line, "step,tokens,val_loss,best_val_loss,val_loss/main,val_loss/other");
+  const auto first = column(kRoot / "mix" / "val.csv", 2);
+  EXPECT_EQ(first.size(), 3u);                             // steps 0, 3, 6
+  EXPECT_EQ(column(kRoot / "mix" / "val.csv", 4), first);  // val_loss is the first set's
+  const auto other = column(kRoot / "mix" / "val.csv", 5);
+  for (size_t i = 0; i < other.size(); ++i) EXPECT_NE(other[i], first[i]);
+  // best_val_loss is the first set's.
+  EXPECT_EQ(column(kRoot / "mix" / "val.csv", 3).back(),
+            *std::min_element(first.begin(), first.end()));
+  // TensorBoard holds each set's curve (and the per-source counts) as the logs do.
+  EXPECT_EQ(run(std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
+                "/tests/train/check_tensorboard.py " + (kRoot / "mix").string()),
+            0)
+      << last_log();
+  // `moelab eval` of the run's checkpoint evaluates its first set.
+  EXPECT_NEAR(eval_loss(kRoot / "mix" / "checkpoints" / "step_00000006"), first.back(),
+              1e-5 * first.back());
 }
 
 TEST_F(TrainerE2E, UpcycledAndConvertedRunsStartFromTheDenseModel) {
