@@ -44,7 +44,9 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir) {
     TrainState s;
     s.step = meta.at("step").get<int64_t>();
     s.tokens = meta.at("tokens").get<int64_t>();
-    s.loader.samples = meta.at("loader_samples").get<int64_t>();
+    // A checkpoint from before training mixtures records the loader as an
+    // epoch and position instead: restore_run_checkpoint counts its samples.
+    s.loader.samples = meta.value("loader_samples", int64_t{-1});
     if (!meta.at("best_val_loss").is_null()) s.best_val_loss = meta["best_val_loss"].get<double>();
     s.nonfinite_total = meta.at("nonfinite_total").get<int64_t>();
     s.nonfinite_in_a_row = meta.at("nonfinite_in_a_row").get<int64_t>();
@@ -123,6 +125,8 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
                      "run to resume; start a run from it with train.init_from");
   }
   TrainState state = state_of(ckpt->meta, ckpt->dir);
+  // Every step consumes batch_seqs windows of seq_len tokens.
+  if (state.loader.samples < 0) state.loader.samples = state.tokens / cfg.model.seq_len;
   // Every rank must resume from the same step, or the collectives would not line up.
   auto step = torch::tensor({state.step, -state.step}, torch::kLong);
   groups.control->all_reduce_max(step);

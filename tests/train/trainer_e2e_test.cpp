@@ -298,6 +298,29 @@ TEST_F(TrainerE2E, ResumeContinuesTheUninterruptedCurve) {
   EXPECT_EQ(column(kRoot / "resumed" / "val.csv", 2), column(kRoot / "full" / "val.csv", 2));
 }
 
+// A checkpoint written before training mixtures records the loader as an epoch
+// and position, not a sample count: it resumes from its token count (a data
+// budget of three batches makes step 5 lie in the loader's second epoch).
+TEST_F(TrainerE2E, ACheckpointFromBeforeMixturesResumesWhereItStopped) {
+  const std::string sets =
+      "--set moe.enabled=true --set train.max_steps=8 --set eval.interval=0 "
+      "--set checkpoint.interval=5 --set checkpoint.keep=5 --set data.max_unique_tokens=408";
+  ASSERT_EQ(run(train("before_mixtures", sets)), 0);
+  fs::copy(kRoot / "before_mixtures", kRoot / "old_meta", fs::copy_options::recursive);
+  fs::remove_all(kRoot / "old_meta" / "checkpoints" / "step_00000008");
+  fs::remove(kRoot / "old_meta" / "DONE");
+  const fs::path meta = kRoot / "old_meta" / "checkpoints" / "step_00000005" / "meta.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(meta));
+  ASSERT_TRUE(j.contains("loader_samples"));
+  j.erase("loader_samples");
+  j["loader_epoch"] = 1;
+  j["loader_position"] = 16;
+  std::ofstream(meta) << j.dump();
+  ASSERT_EQ(run(train("old_meta", sets + " --resume auto")), 0) << last_log();
+  EXPECT_NE(last_log().find("step_00000005 (step 5)"), std::string::npos) << last_log();
+  EXPECT_EQ(train_losses(kRoot / "old_meta"), train_losses(kRoot / "before_mixtures"));
+}
+
 // The WSD workflow: a run's stable-phase checkpoint resumed with a larger
 // max_steps stays at the peak learning rate and decays at its new end.
 TEST_F(TrainerE2E, WsdRunBranchesIntoALongerRunFromItsStablePhase) {
