@@ -221,7 +221,7 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
   // The model's own parameter list says which tensors to take (not the optimizer's).
   Transformer model(cfg);
   std::map<std::string, torch::Tensor> tensors;
-  for (const auto& p : model->named_parameters()) {
+  for (const auto& p : model->named_weights()) {
     auto it = ckpt.tensors.find(p.key());
     if (it == ckpt.tensors.end()) {
       throw InputError(checkpoint + ": no tensor '" + p.key() + "'");
@@ -247,7 +247,7 @@ std::string import_hf(const std::string& hf_dir, const std::string& out) {
   const auto weights = read_hf_weights(hf_dir);
   Transformer model(cfg);
   TensorMap tensors;
-  for (const auto& p : model->named_parameters()) {
+  for (const auto& p : model->named_weights()) {
     const std::string name = hf_name(p.key());
     auto it = weights.find(name);
     if (it == weights.end() || it->second.sizes() != p.value().sizes()) {
