@@ -72,7 +72,7 @@ TensorMap moe_weights_from_dense(const DenseCheckpoint& dense, const Config& moe
   Transformer model(moe_cfg);
   torch::NoGradGuard no_grad;
   TensorMap out;
-  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().detach().clone();
+  for (const auto& p : model->named_weights()) out[p.key()] = p.value().detach().clone();
   for (const auto& b : model->named_buffers()) out[b.key()] = b.value().detach().zero_();
   for (int64_t layer = 0; layer < moe_cfg.model.n_layers; ++layer) {
     const std::string prefix = "layers." + std::to_string(layer) + ".moe.";

@@ -5,33 +5,36 @@
 
 #include "kernels/grouped_matmul.h"
 #include "kernels/swiglu.h"
+#include "model/swiglu.h"
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
-// Every expert's weights in `dtype`, as the batched GEMMs take them: gate_up
+// A stack's weights in `dtype`, as the batched GEMMs take them: gate_up
 // [E, d, 2h] (w1 and w3 side by side, one GEMM for both) and down [E, h, d],
-// views of [E, out, in] stacks. One concatenation per stack: w1 and w3 are
-// interleaved per expert, not stacked apart and then joined.
-struct StackedWeights {
+// transposed views of [E, out, in] tensors. The cast to the compute dtype
+// writes w1 and w3 straight into their halves of gate_up: one pass over each
+// master weight, as the cast alone would take.
+struct GemmWeights {
   torch::Tensor gate_up, down;
 };
 
-StackedWeights stacked_weights(const std::vector<SwiGLU>& experts, c10::ScalarType dtype) {
-  std::vector<torch::Tensor> gate_up, down;
-  for (const auto& e : experts) {
-    gate_up.push_back(e->w1);
-    gate_up.push_back(e->w3);
-    down.push_back(e->w2);
-  }
-  const auto n = static_cast<int64_t>(experts.size());
-  const int64_t hidden = experts.front()->w1.size(0), d = experts.front()->w1.size(1);
-  return {torch::cat(gate_up, 0).to(dtype).view({n, 2 * hidden, d}).transpose(1, 2),
-          torch::stack(down).to(dtype).transpose(1, 2)};
+GemmWeights gemm_weights(const ExpertStack& stack, c10::ScalarType dtype) {
+  const int64_t n = stack->w1.size(0), hidden = stack->w1.size(1), d = stack->w1.size(2);
+  auto gate_up = torch::empty({n, 2 * hidden, d}, stack->w1.options().dtype(dtype));
+  gate_up.narrow(1, 0, hidden).copy_(stack->w1);
+  gate_up.narrow(1, hidden, hidden).copy_(stack->w3);
+  return {gate_up.transpose(1, 2), stack->w2.to(dtype).transpose(1, 2)};
 }
 
 }  // namespace
+
+ExpertStackImpl::ExpertStackImpl(int64_t d_model, int64_t width, int64_t experts) {
+  w1 = register_parameter("w1", torch::empty({experts, width, d_model}));
+  w2 = register_parameter("w2", torch::empty({experts, d_model, width}));
+  w3 = register_parameter("w3", torch::empty({experts, width, d_model}));
+}
 
 ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<int64_t>& global_ids)
     : ExpertsImpl(d_model, std::vector<int64_t>(global_ids.size(), d_expert), global_ids) {}
@@ -39,36 +42,66 @@ ExpertsImpl::ExpertsImpl(int64_t d_model, int64_t d_expert, const std::vector<in
 ExpertsImpl::ExpertsImpl(int64_t d_model, const std::vector<int64_t>& widths,
                          const std::vector<int64_t>& global_ids)
     : global_ids_(global_ids) {
+  std::vector<int64_t> stack_widths, stack_sizes;
   for (size_t i = 0; i < global_ids_.size(); ++i) {
-    experts_.push_back(
-        register_module(std::to_string(global_ids_[i]), SwiGLU(d_model, widths.at(i))));
+    const int64_t width = widths.at(i);
+    const auto at = std::find(stack_widths.begin(), stack_widths.end(), width);
+    const auto stack = static_cast<size_t>(at - stack_widths.begin());
+    if (at == stack_widths.end()) {
+      stack_widths.push_back(width);
+      stack_sizes.push_back(0);
+    }
+    slots_.push_back({stack, stack_sizes[stack]++});
+  }
+  for (size_t s = 0; s < stack_widths.size(); ++s) {
+    stacks_.push_back(register_module("width_" + std::to_string(stack_widths[s]),
+                                      ExpertStack(d_model, stack_widths[s], stack_sizes[s])));
   }
 }
 
+ExpertWeights ExpertsImpl::expert(size_t local_index) const {
+  const Slot& slot = slots_.at(local_index);
+  const ExpertStack& stack = stacks_[slot.stack];
+  return {stack->w1[slot.row], stack->w3[slot.row], stack->w2[slot.row]};
+}
+
+StackedParams ExpertsImpl::stacked_params() const {
+  StackedParams out;
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    const std::string stack = "width_" + std::to_string(stacks_[s]->width()) + ".";
+    for (const char* weight : {"w1", "w2", "w3"}) {
+      StackedParam param{stack + weight, {}};
+      for (size_t e = 0; e < slots_.size(); ++e) {
+        if (slots_[e].stack == s) {
+          param.row_names.push_back(std::to_string(global_ids_[e]) + "." + weight);
+        }
+      }
+      out.push_back(std::move(param));
+    }
+  }
+  return out;
+}
+
 void ExpertsImpl::check_groups(const DispatchedTokens& dispatched) const {
-  if (dispatched.counts.size() != experts_.size()) {
+  if (dispatched.counts.size() != slots_.size()) {
     throw std::logic_error("Experts: dispatcher returned " +
                            std::to_string(dispatched.counts.size()) + " groups for " +
-                           std::to_string(experts_.size()) + " local experts");
+                           std::to_string(slots_.size()) + " local experts");
   }
 }
 
 torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
-  const bool same_width =
-      !experts_.empty() && std::all_of(experts_.begin(), experts_.end(), [&](const SwiGLU& e) {
-        return e->w2.size(1) == experts_.front()->w2.size(1);
-      });
-  if (dispatched.tokens.scalar_type() != torch::kBFloat16 || !same_width) {
+  if (dispatched.tokens.scalar_type() != torch::kBFloat16 || stacks_.size() != 1) {
     return forward_each(dispatched);
   }
-  const int64_t d = experts_.front()->w2.size(0), hidden = experts_.front()->w2.size(1);
+  const int64_t d = stacks_.front()->w2.size(1), hidden = stacks_.front()->width();
   if (dispatched.tokens.is_cpu()) {
     if (grouped_matmul_has_cpu_kernel() && d % 16 == 0 && hidden % 16 == 0) {
       return forward_grouped(dispatched);
     }
     // Bounded padding: an expert holding most tokens would multiply the work.
     const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
-    const auto experts = static_cast<int64_t>(experts_.size());
+    const auto experts = static_cast<int64_t>(slots_.size());
     if (experts * largest <= 4 * dispatched.tokens.size(0)) return forward_padded(dispatched);
   }
   // _grouped_mm wants every row of every operand 16-byte aligned.
@@ -80,19 +113,31 @@ torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
   check_groups(dispatched);
   // One split, not a narrow per expert: the backward of each narrow would
   // materialise a zero gradient the size of all the tokens (E of them a layer),
-  // where split's backward concatenates the experts' gradients once.
+  // where split's backward concatenates the experts' gradients once. The
+  // stacks are unbound once for the same reason.
   const std::vector<torch::Tensor> inputs =
       dispatched.tokens.split_with_sizes(dispatched.counts, 0);
+  std::vector<std::vector<torch::Tensor>> w1, w2, w3;
+  for (const auto& stack : stacks_) {
+    w1.push_back(stack->w1.unbind(0));
+    w2.push_back(stack->w2.unbind(0));
+    w3.push_back(stack->w3.unbind(0));
+  }
   std::vector<torch::Tensor> outputs;
-  outputs.reserve(experts_.size());
-  for (size_t e = 0; e < experts_.size(); ++e) outputs.push_back(experts_[e]->forward(inputs[e]));
+  outputs.reserve(slots_.size());
+  for (size_t e = 0; e < slots_.size(); ++e) {
+    const Slot& at = slots_[e];
+    const auto row = static_cast<size_t>(at.row);
+    outputs.push_back(
+        swiglu_ffn(inputs[e], w1[at.stack][row], w2[at.stack][row], w3[at.stack][row]));
+  }
   return torch::cat(outputs, 0);
 }
 
 torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
   check_groups(dispatched);
   const auto& x = dispatched.tokens;
-  const auto w = stacked_weights(experts_, x.scalar_type());
+  const auto w = gemm_weights(stacks_.at(0), x.scalar_type());
   return grouped_matmul(swiglu(grouped_matmul(x, w.gate_up, dispatched.counts)), w.down,
                         dispatched.counts);
 }
@@ -100,7 +145,7 @@ torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
 torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {
   check_groups(dispatched);
   const auto& x = dispatched.tokens;
-  const int64_t experts = static_cast<int64_t>(experts_.size()), d = x.size(1);
+  const int64_t experts = static_cast<int64_t>(slots_.size()), d = x.size(1);
   const int64_t rows = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
   // Row r of group e goes to slot e * rows + r of the padded batch.
   std::vector<int64_t> slots;
@@ -112,7 +157,7 @@ torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {
   const auto padded = torch::zeros({experts * rows, d}, x.options())
                           .index_copy(0, index, x)
                           .view({experts, rows, d});
-  const auto w = stacked_weights(experts_, x.scalar_type());
+  const auto w = gemm_weights(stacks_.at(0), x.scalar_type());
   const auto y = torch::bmm(swiglu(torch::bmm(padded, w.gate_up)), w.down);  // [E, rows, d]
   return y.view({experts * rows, d}).index_select(0, index);
 }

@@ -1,7 +1,16 @@
 // The routed experts this rank holds: SwiGLU FFNs (of one width, or of a width
-// each for heterogeneous experts), each
-// registered under its GLOBAL expert id ("<gid>.w1", ...), so parameter names
-// (and checkpoints) do not depend on how experts are spread over ranks.
+// each for heterogeneous experts) whose matrices are stacked, torchtitan's
+// GroupedExperts: each projection of all the experts of one width is one
+// [experts, out, in] parameter, which the grouped GEMM reads directly and the
+// optimizer steps as one tensor. Checkpoints still name every expert's matrices
+// by GLOBAL expert id ("<gid>.w1", ...; stacked_params() says which row is
+// which), so they do not depend on how experts are spread over ranks.
+//
+// Heterogeneous widths keep one stack per width, in the order the widths first
+// appear: stacks padded to the largest width with masked rows would multiply
+// the expert FLOPs, the optimizer's memory traffic and the gradient exchange by
+// max/mean width, and the padding would need masking in init, weight decay and
+// gradient norms; per-width stacks hold nothing but real weights.
 //
 // In bf16 the experts run as grouped matmuls: one call per weight over every
 // expert's rows, no padding (kernels/grouped_matmul.h). On CUDA that is
@@ -18,12 +27,37 @@
 
 #include <torch/torch.h>
 
+#include <string>
 #include <vector>
 
-#include "model/swiglu.h"
 #include "model/token_dispatcher.h"
 
 namespace moelab {
+
+// One expert's matrices: views of its rows of the stacks.
+struct ExpertWeights {
+  torch::Tensor w1, w3;  // [width, d_model]
+  torch::Tensor w2;      // [d_model, width]
+};
+
+// A stacked parameter (name relative to the module that lists it) and the
+// names checkpoints give its rows, row i first.
+struct StackedParam {
+  std::string name;
+  std::vector<std::string> row_names;
+};
+using StackedParams = std::vector<StackedParam>;
+
+// The experts of one hidden width, each projection one parameter.
+class ExpertStackImpl : public torch::nn::Module {
+ public:
+  ExpertStackImpl(int64_t d_model, int64_t width, int64_t experts);
+  int64_t width() const { return w1.size(1); }
+
+  torch::Tensor w1, w3;  // [experts, width, d_model]
+  torch::Tensor w2;      // [experts, d_model, width]
+};
+TORCH_MODULE(ExpertStack);
 
 class ExpertsImpl : public torch::nn::Module {
  public:
@@ -37,20 +71,31 @@ class ExpertsImpl : public torch::nn::Module {
   torch::Tensor forward(const DispatchedTokens& dispatched);
   // The same, one expert at a time: the reference for the grouped path.
   torch::Tensor forward_each(const DispatchedTokens& dispatched);
-  // The same as grouped matmuls.
+  // The same as grouped matmuls (experts of one width).
   torch::Tensor forward_grouped(const DispatchedTokens& dispatched);
   // The same as batched matmuls over [E, rows of the largest group, d], the
   // other groups padded with zero rows (experts of one width).
   torch::Tensor forward_padded(const DispatchedTokens& dispatched);
 
   const std::vector<int64_t>& global_ids() const { return global_ids_; }
-  SwiGLU expert(size_t local_index) const { return experts_[local_index]; }
+  ExpertWeights expert(size_t local_index) const;
+  // One stack per width, registered as "width_<w>".
+  const std::vector<ExpertStack>& stacks() const { return stacks_; }
+  // Every stacked parameter ("width_<w>.w1") with its rows' names ("<gid>.w1").
+  StackedParams stacked_params() const;
 
  private:
+  // Where a local expert's matrices live: row `row` of stacks_[stack].
+  struct Slot {
+    size_t stack;
+    int64_t row;
+  };
+
   void check_groups(const DispatchedTokens& dispatched) const;
 
   std::vector<int64_t> global_ids_;
-  std::vector<SwiGLU> experts_;
+  std::vector<ExpertStack> stacks_;
+  std::vector<Slot> slots_;  // by local expert
 };
 TORCH_MODULE(Experts);
 

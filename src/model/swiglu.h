@@ -17,4 +17,9 @@ class SwiGLUImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SwiGLU);
 
+// W2(silu(W1 x) * W3 x) for the given matrices (a SwiGLU's, or one routed
+// expert's rows of the stacks), x in the compute dtype.
+torch::Tensor swiglu_ffn(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& w2,
+                         const torch::Tensor& w3);
+
 }  // namespace moelab

@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <map>
 
 #include "kernels/linear_cross_entropy.h"
 #include "model/activation_checkpoint.h"
@@ -147,7 +148,7 @@ void TransformerImpl::reset_parameters(int64_t seed) {
   const double out_std =
       cfg_.model.scaled_residual_init ? std / std::sqrt(2.0 * cfg_.model.n_layers) : std;
   torch::NoGradGuard no_grad;
-  for (auto& item : named_parameters(/*recurse=*/true)) {
+  for (auto& item : named_weights()) {
     const std::string& name = item.key();
     auto& p = item.value();
     if (ends_with(name, "norm.weight")) {
@@ -168,6 +169,48 @@ void TransformerImpl::update_balance_biases(bool apply) {
 
 bool TransformerImpl::is_expert_parameter(const std::string& name) const {
   return name.find(".moe.experts.") != std::string::npos;
+}
+
+StackedParams TransformerImpl::stacked_params() const {
+  StackedParams out;
+  for (const auto& item : named_modules("", /*include_self=*/false)) {
+    const auto* experts = item.value()->as<ExpertsImpl>();
+    if (!experts) continue;
+    const std::string prefix = item.key() + ".";
+    for (auto param : experts->stacked_params()) {
+      param.name = prefix + param.name;
+      for (auto& row : param.row_names) row = prefix + row;
+      out.push_back(std::move(param));
+    }
+  }
+  return out;
+}
+
+torch::OrderedDict<std::string, torch::Tensor> TransformerImpl::named_weights() const {
+  return named_rows([](const torch::Tensor& p) { return p; });
+}
+
+torch::OrderedDict<std::string, torch::Tensor> TransformerImpl::named_weight_grads() const {
+  return named_rows([](const torch::Tensor& p) { return p.grad(); });
+}
+
+torch::OrderedDict<std::string, torch::Tensor> TransformerImpl::named_rows(
+    const std::function<torch::Tensor(const torch::Tensor&)>& of) const {
+  std::map<std::string, std::vector<std::string>> rows_of;
+  for (auto& param : stacked_params()) rows_of[param.name] = std::move(param.row_names);
+  torch::OrderedDict<std::string, torch::Tensor> out;
+  for (const auto& item : named_parameters()) {
+    const auto rows = rows_of.find(item.key());
+    const torch::Tensor t = of(item.value());
+    if (rows == rows_of.end()) {
+      out.insert(item.key(), t);
+      continue;
+    }
+    for (size_t r = 0; r < rows->second.size(); ++r) {
+      out.insert(rows->second[r], t.defined() ? t.select(0, static_cast<int64_t>(r)) : t);
+    }
+  }
+  return out;
 }
 
 ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets) {

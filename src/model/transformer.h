@@ -8,9 +8,10 @@
 // fp32.
 //
 // Initialisation: every parameter is drawn from normal(0, init_std) on its own
-// generator seeded by hash(seed, parameter name) (names carry the layer and the
-// global expert id); output projections (attention wo, FFN/expert w2) use
-// init_std / sqrt(2 * n_layers) when scaled_residual_init; RMSNorm weights are 1.
+// generator seeded by hash(seed, name), each expert's rows of the stacks by
+// their checkpoint name (names carry the layer and the global expert id); output projections
+// (attention wo, FFN/expert w2) use init_std / sqrt(2 * n_layers) when scaled_residual_init;
+// RMSNorm weights are 1.
 #pragma once
 
 #include <torch/torch.h>
@@ -87,6 +88,16 @@ class TransformerImpl : public torch::nn::Module {
   // expert-data-parallel group); everything else is replicated on all ranks.
   bool is_expert_parameter(const std::string& name) const;
 
+  // Every stacked expert parameter (full name) and the names its rows have in
+  // checkpoints: "layers.<l>.moe.experts.<global id>.w1", ...
+  StackedParams stacked_params() const;
+  // The parameters under their checkpoint names: a stacked expert parameter
+  // as one view per row (writing into a view writes the parameter). What
+  // conversion, initialisation and tests address by name.
+  torch::OrderedDict<std::string, torch::Tensor> named_weights() const;
+  // The gradients of named_weights() (undefined where a parameter has none).
+  torch::OrderedDict<std::string, torch::Tensor> named_weight_grads() const;
+
   // Re-draws every parameter from (seed, name); the constructor calls it.
   void reset_parameters(int64_t seed);
   // After each optimizer step: every MoE layer moves its routing bias
@@ -99,6 +110,10 @@ class TransformerImpl : public torch::nn::Module {
   RMSNorm final_norm{nullptr};
 
  private:
+  // named_parameters() with each stacked expert tensor's rows listed apart, of(p) for p.
+  torch::OrderedDict<std::string, torch::Tensor> named_rows(
+      const std::function<torch::Tensor(const torch::Tensor&)>& of) const;
+
   Config cfg_;
   // train.precision resolved once: bf16 matmuls on a CPU tensor, on a CUDA one
   // (otherwise the parameters' own dtype: fp32, or double in gradient checks).

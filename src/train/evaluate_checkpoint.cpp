@@ -32,7 +32,7 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
   Transformer model(cfg);
   torch::NoGradGuard no_grad;
   // Parameters and buffers (routing biases steer which experts evaluate).
-  auto tensors = model->named_parameters();
+  auto tensors = model->named_weights();
   for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
   for (auto& np : tensors) {
     auto it = ckpt.tensors.find(np.key());

@@ -8,6 +8,7 @@
 
 #include "config/load.h"
 #include "train/checkpoint_io.h"
+#include "train/stacked_tensors.h"
 #include "train/tensor_file.h"
 #include "util/error.h"
 #include "util/version.h"
@@ -77,8 +78,8 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
 
 void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                          const NamedParams& replicated, const NamedParams& experts,
-                         const NamedParams& buffers, const torch::optim::AdamW& optimizer,
-                         const TrainState& state) {
+                         const StackedParams& stacked, const NamedParams& buffers,
+                         const torch::optim::AdamW& optimizer, const TrainState& state) {
   const std::string& run_dir = cfg.train.out_dir;
   const std::string tmp = checkpoint_tmp_dir(run_dir, state.step);
   auto& world = *groups.control;
@@ -93,7 +94,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
   // One copy of each expert: the ranks of the first expert-parallel group.
   if (!experts.empty() && world.rank() < groups.ep_size) {
     write_tensor_file(tmp + "/experts_" + std::to_string(groups.ep_rank) + ".h5",
-                      tensors_of(experts, optimizer));
+                      split_stacked(tensors_of(experts, optimizer), stacked));
   }
   world.barrier();
   if (world.rank() == 0) {
@@ -105,6 +106,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
 
 std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                                                  const NamedParams& params,
+                                                 const StackedParams& stacked,
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer) {
   const std::string& how = cfg.checkpoint.resume;
@@ -133,6 +135,7 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
   if (step[0].item<int64_t>() != -step[1].item<int64_t>()) {
     throw InputError(ckpt->dir + ": ranks found different newest checkpoints");
   }
+  ckpt->tensors = join_stacked(std::move(ckpt->tensors), stacked, ckpt->dir);
   load_parameters(params, ckpt->tensors, ckpt->dir);
   load_parameters(buffers, ckpt->tensors, ckpt->dir);
   load_optimizer_state(optimizer, params, ckpt->tensors);
@@ -146,8 +149,9 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
 }
 
 void load_initial_weights(const std::string& dir, const NamedParams& params,
-                          const NamedParams& buffers) {
-  const LoadedCheckpoint ckpt = load_checkpoint(dir);
+                          const StackedParams& stacked, const NamedParams& buffers) {
+  LoadedCheckpoint ckpt = load_checkpoint(dir);
+  ckpt.tensors = join_stacked(std::move(ckpt.tensors), stacked, dir);
   load_parameters(params, ckpt.tensors, dir);
   NamedParams saved_buffers;
   for (const auto& nb : buffers) {

@@ -12,6 +12,7 @@
 #include "comm/process_groups.h"
 #include "config/config.h"
 #include "data/batch_loader.h"
+#include "model/experts.h"
 #include "train/optimizer.h"
 
 namespace moelab {
@@ -28,18 +29,21 @@ struct TrainState {
 // Rank 0 writes the replicated tensors and the model's buffers (state without
 // gradient, the same on every rank: the routing biases); the first holder of
 // each expert writes that expert's tensors; rank 0 then checksums and
-// publishes the folder.
+// publishes the folder. `stacked` (the model's stacked_params()) names the
+// rows of stacked expert parameters: they are saved one tensor per expert.
 void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                          const NamedParams& replicated, const NamedParams& experts,
-                         const NamedParams& buffers, const torch::optim::AdamW& optimizer,
-                         const TrainState& state);
+                         const StackedParams& stacked, const NamedParams& buffers,
+                         const torch::optim::AdamW& optimizer, const TrainState& state);
 
 // Per checkpoint.resume: "none" → nullopt; "auto" → the newest valid checkpoint
 // in the run folder (nullopt if there is none); a path → that checkpoint.
-// Loads this rank's parameters and optimizer state; InputError naming the
+// Loads this rank's parameters and optimizer state (expert rows stacked as
+// `stacked` says); InputError naming the
 // checkpoint and tensor when it does not fit the model.
 std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
                                                  const NamedParams& params,
+                                                 const StackedParams& stacked,
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer);
 
@@ -48,6 +52,6 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
 // wrote), and the buffers the checkpoint holds; the optimizer and the loop start
 // anew. InputError naming the checkpoint and tensor when it does not fit.
 void load_initial_weights(const std::string& dir, const NamedParams& params,
-                          const NamedParams& buffers);
+                          const StackedParams& stacked, const NamedParams& buffers);
 
 }  // namespace moelab

@@ -114,13 +114,14 @@ void Trainer::setup_model() {
 }
 
 void Trainer::resume_or_init() {
-  if (auto resumed =
-          restore_run_checkpoint(cfg_, plan_.groups(), plan_.parameters(), buffers_, *optimizer_)) {
+  if (auto resumed = restore_run_checkpoint(cfg_, plan_.groups(), plan_.parameters(),
+                                            model_->stacked_params(), buffers_, *optimizer_)) {
     state_ = *resumed;
     resumed_step_ = state_.step;
     loader_->restore(state_.loader);
   } else if (!cfg_.train.init_from.empty()) {
-    load_initial_weights(cfg_.train.init_from, plan_.parameters(), buffers_);
+    load_initial_weights(cfg_.train.init_from, plan_.parameters(), model_->stacked_params(),
+                         buffers_);
   }
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
 }
@@ -309,7 +310,8 @@ void Trainer::stop_for_resume(bool saved) {
 
 void Trainer::checkpoint() {
   save_run_checkpoint(cfg_, plan_.groups(), plan_.replicated_parameters(),
-                      plan_.expert_parameters(), buffers_, *optimizer_, state_);
+                      plan_.expert_parameters(), model_->stacked_params(), buffers_, *optimizer_,
+                      state_);
 }
 
 bool Trainer::logged(int64_t step) const {

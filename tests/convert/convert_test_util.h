@@ -17,7 +17,7 @@ namespace moelab::testing {
 inline std::string save_model_checkpoint(const std::string& run_dir, int64_t step,
                                          Transformer& model, const Config& cfg) {
   std::map<std::string, torch::Tensor> tensors;
-  for (const auto& p : model->named_parameters()) tensors[p.key()] = p.value().detach();
+  for (const auto& p : model->named_weights()) tensors[p.key()] = p.value().detach();
   prepare_checkpoint_tmp_dir(run_dir, step);
   write_tensor_file(checkpoint_tmp_dir(run_dir, step) + "/replicated.h5", tensors);
   finalize_checkpoint(run_dir, step, {{"config", to_toml(cfg)}}, 0);
@@ -29,7 +29,7 @@ inline Transformer load_model_checkpoint(const std::string& dir) {
   const LoadedCheckpoint ckpt = load_checkpoint(dir);
   Transformer model(parse_config(ckpt.meta.at("config").get<std::string>(), dir));
   torch::NoGradGuard no_grad;
-  auto tensors = model->named_parameters();
+  auto tensors = model->named_weights();
   for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
   for (auto& t : tensors) t.value().copy_(ckpt.tensors.at(t.key()));
   model->eval();

@@ -230,7 +230,7 @@ TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
   const LoadedCheckpoint imported = load_checkpoint(import_hf(dir / "hf", dir / "imported"));
   const Config back = parse_config(imported.meta.at("config").get<std::string>(), "imported");
   EXPECT_EQ(to_toml_model(back), to_toml_model(cfg));
-  for (const auto& p : model->named_parameters()) {
+  for (const auto& p : model->named_weights()) {
     EXPECT_TRUE(torch::equal(imported.tensors.at(p.key()), p.value())) << p.key();
   }
 }

@@ -139,7 +139,7 @@ TEST(HfImport, AShardedFolderOfMixedDtypesImportsEveryTensor) {
   const LoadedCheckpoint imported = load_checkpoint(import_hf(dir / "hf", dir / "imported"));
   // Each parameter comes back as its shard stored it: rounded to F32, F16 or BF16.
   std::map<std::string, int> by_dtype;
-  for (const auto& p : model->named_parameters()) {
+  for (const auto& p : model->named_weights()) {
     const auto& got = imported.tensors.at(p.key());
     std::string found;
     for (const auto& [name, kind] : std::vector<std::pair<std::string, torch::Dtype>>{
@@ -151,7 +151,7 @@ TEST(HfImport, AShardedFolderOfMixedDtypesImportsEveryTensor) {
     EXPECT_FALSE(found.empty()) << p.key();
     ++by_dtype[found];
   }
-  EXPECT_EQ(model->named_parameters().size(), expected.size());
+  EXPECT_EQ(model->named_weights().size(), expected.size());
   // Rounding to F16 or BF16 changed some tensors, which only their shards' dtypes explain.
   EXPECT_GT(by_dtype["F16"] + by_dtype["BF16"], 0);
 }

@@ -25,8 +25,8 @@ Pass forward_backward(Config cfg, const std::string& checkpointing, const torch:
                                   tokens.narrow(1, 1, cfg.model.seq_len));
   (out.lm_loss + out.aux_loss + out.z_loss).backward();
   Pass pass{(out.lm_loss + out.aux_loss + out.z_loss).item<double>(), {}, out.moe_stats};
-  for (const auto& p : model->named_parameters()) {
-    pass.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : torch::Tensor();
+  for (const auto& g : model->named_weight_grads()) {
+    pass.grads[g.key()] = g.value().defined() ? g.value().clone() : torch::Tensor();
   }
   return pass;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/experts.h"
+#include "model/swiglu.h"
 
 namespace moelab {
 namespace {
@@ -33,7 +34,10 @@ Result run(Experts& experts, const DispatchedTokens& in, Path path) {
   // A weighted sum, so every output element has its own gradient.
   (out * torch::arange(out.numel(), out.options()).view(out.sizes()).cos()).sum().backward();
   Result r{out.detach().to(torch::kFloat32), d.tokens.grad().to(torch::kFloat32), {}};
-  for (const auto& p : experts->parameters()) r.weight_grads.push_back(p.grad().clone());
+  // One gradient per expert and matrix: the rows of the stacks' gradients.
+  for (const auto& p : experts->parameters()) {
+    for (const auto& row : p.grad().unbind(0)) r.weight_grads.push_back(row.clone());
+  }
   return r;
 }
 
@@ -88,10 +92,12 @@ TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
   init_weights(experts);
   const DispatchedTokens in{torch::randn({3, 16}).to(torch::kBFloat16), {3, 0}};
   const Result r = run(experts, in, Path::kGrouped);
-  const auto names = experts->named_parameters();
-  for (const auto& p : names) {
-    if (p.key().rfind("1.", 0) == 0) {
-      EXPECT_EQ(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
+  const auto params = experts->named_parameters();
+  for (const auto& stacked : experts->stacked_params()) {
+    for (size_t row = 0; row < stacked.row_names.size(); ++row) {
+      if (stacked.row_names[row].rfind("1.", 0) != 0) continue;
+      const auto grad = params[stacked.name].grad()[static_cast<int64_t>(row)];
+      EXPECT_EQ(grad.abs().sum().item<double>(), 0.0) << stacked.row_names[row];
     }
   }
   EXPECT_EQ(r.out.size(0), 3);
@@ -102,6 +108,31 @@ TEST(Experts, UnalignedWidthsFallBackToOneExpertAtATime) {
   init_weights(experts);
   const DispatchedTokens in{torch::randn({3, 6}).to(torch::kBFloat16), {1, 2}};
   EXPECT_TRUE(torch::equal(experts->forward(in), experts->forward_each(in)));
+}
+
+TEST(Experts, OneStackPerWidthWithItsRowsNamedByGlobalId) {
+  torch::manual_seed(5);
+  Experts experts(8, std::vector<int64_t>{16, 32, 16}, std::vector<int64_t>{5, 6, 7});
+  ASSERT_EQ(experts->stacks().size(), 2u);
+  EXPECT_EQ(experts->stacks()[0]->w1.sizes(), (std::vector<int64_t>{2, 16, 8}));
+  EXPECT_EQ(experts->stacks()[1]->w2.sizes(), (std::vector<int64_t>{1, 8, 32}));
+  const StackedParams stacked = experts->stacked_params();
+  ASSERT_EQ(stacked.size(), 6u);
+  EXPECT_EQ(stacked[0].name, "width_16.w1");
+  EXPECT_EQ(stacked[0].row_names, (std::vector<std::string>{"5.w1", "7.w1"}));
+  EXPECT_EQ(stacked[4].name, "width_32.w2");
+  EXPECT_EQ(stacked[4].row_names, (std::vector<std::string>{"6.w2"}));
+  init_weights(experts);
+  EXPECT_TRUE(torch::equal(experts->expert(2).w1, experts->stacks()[0]->w1[1]));
+  EXPECT_TRUE(torch::equal(experts->expert(1).w2, experts->stacks()[1]->w2[0]));
+  // Each expert's rows go through its own matrices.
+  const DispatchedTokens in{torch::randn({5, 8}), {2, 1, 2}};
+  const auto out = experts->forward(in).split_with_sizes(in.counts);
+  const auto rows = in.tokens.split_with_sizes(in.counts);
+  for (size_t e = 0; e < 3; ++e) {
+    const ExpertWeights w = experts->expert(e);
+    EXPECT_TRUE(torch::allclose(out[e], swiglu_ffn(rows[e], w.w1, w.w2, w.w3))) << e;
+  }
 }
 
 }  // namespace

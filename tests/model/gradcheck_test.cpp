@@ -86,13 +86,13 @@ TEST(GradCheck, MoeLayerWithLosses) {
   MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), nullptr);
   moe->to(torch::kDouble);
   for (auto& p : moe->parameters()) p.data().normal_(0, 0.5);
-  auto expert0 = moe->experts->expert(0);
+  auto experts = moe->experts->stacks().front();  // every expert's w1 and w2
   expect_gradients_match_finite_differences({torch::randn({5, 6}), moe->router->weight.detach(),
-                                             expert0->w1.detach(), expert0->w2.detach()},
+                                             experts->w1.detach(), experts->w2.detach()},
                                             [&](const std::vector<torch::Tensor>& in) {
                                               moe->router->weight = in[1];
-                                              expert0->w1 = in[2];
-                                              expert0->w2 = in[3];
+                                              experts->w1 = in[2];
+                                              experts->w2 = in[3];
                                               const auto out = moe->forward(in[0], torch::kDouble);
                                               return weighted_sum(out.y, 14) + out.aux_loss * 10 +
                                                      out.z_loss * 10;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/compute.h"
 #include "model/transformer.h"
 #include "model_test_util.h"
 #include "util/error.h"
@@ -25,11 +26,11 @@ class HoldsExperts : public TokenDispatcher {
 
 TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
   const Config cfg = testing::tiny_config(true);
-  auto a = Transformer(cfg)->named_parameters();
-  auto b = Transformer(cfg)->named_parameters();
+  auto a = Transformer(cfg)->named_weights();
+  auto b = Transformer(cfg)->named_weights();
   Config other = cfg;
   other.train.seed += 1;
-  auto c = Transformer(other)->named_parameters();
+  auto c = Transformer(other)->named_weights();
   for (const auto& item : a) {
     EXPECT_TRUE(torch::equal(item.value(), b[item.key()])) << item.key();
     if (item.key().find("norm") == std::string::npos) {
@@ -40,14 +41,14 @@ TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
 
 TEST(Init, ExpertWeightsIndependentOfWhichExpertsARankHolds) {
   const Config cfg = testing::tiny_config(true);
-  auto full = Transformer(cfg)->named_parameters();
+  auto full = Transformer(cfg)->named_weights();
   MoeContext odd_rank;
   odd_rank.make_dispatcher = [](int64_t) {
     return std::make_shared<HoldsExperts>(std::vector<int64_t>{1, 3});
   };
   Transformer partial(cfg, odd_rank);
   int64_t expert_params = 0;
-  for (const auto& item : partial->named_parameters()) {
+  for (const auto& item : partial->named_weights()) {
     ASSERT_TRUE(full.contains(item.key())) << item.key();
     EXPECT_TRUE(torch::equal(item.value(), full[item.key()])) << item.key();
     if (partial->is_expert_parameter(item.key())) {
@@ -61,13 +62,32 @@ TEST(Init, ExpertWeightsIndependentOfWhichExpertsARankHolds) {
   EXPECT_TRUE(full.contains("layers.1.moe.experts.3.w2"));
 }
 
+// Experts are stacked, but each expert's rows are drawn from its own name, so
+// a run starts from the same weights as one that keeps a tensor per expert.
+TEST(Init, EveryExpertRowIsDrawnFromItsOwnName) {
+  const Config cfg = testing::tiny_config(true);
+  Transformer model(cfg);
+  const auto weights = model->named_weights();
+  const double out_std = cfg.model.scaled_residual_init
+                             ? cfg.model.init_std / std::sqrt(2.0 * cfg.model.n_layers)
+                             : cfg.model.init_std;
+  for (const auto& [name, std] : std::vector<std::pair<std::string, double>>{
+           {"layers.0.moe.experts.0.w1", cfg.model.init_std},
+           {"layers.1.moe.experts.3.w2", out_std},
+           {"layers.1.moe.experts.2.w3", cfg.model.init_std}}) {
+    torch::Tensor expected = torch::empty(weights[name].sizes());
+    init_normal_keyed(expected, cfg.train.seed, name, std);
+    EXPECT_TRUE(torch::equal(weights[name], expected)) << name;
+  }
+}
+
 TEST(Init, StdAndScaledResidualProjections) {
   Config cfg = testing::tiny_config(false);
   cfg.model.d_model = 64;
   cfg.model.d_ff = 256;
   cfg.model.vocab_size = 512;
   Transformer model(cfg);
-  auto params = model->named_parameters();
+  auto params = model->named_weights();
   const double out_std = cfg.model.init_std / std::sqrt(2.0 * cfg.model.n_layers);
   EXPECT_NEAR(params["embedding"].std().item<double>(), cfg.model.init_std, 0.001);
   EXPECT_NEAR(params["layers.0.ffn.w1"].std().item<double>(), cfg.model.init_std, 0.001);

@@ -26,9 +26,9 @@ TEST_P(IdenticalExperts, EqualTheDenseFfnOfThatExpert) {
     for (auto& p : dense->parameters()) p.normal_(0, 0.3);
     for (size_t e = 0; e < static_cast<size_t>(cfg.moe.num_experts); ++e) {
       auto expert = moe->experts->expert(e);
-      expert->w1.copy_(dense->w1);
-      expert->w2.copy_(dense->w2);
-      expert->w3.copy_(dense->w3);
+      expert.w1.copy_(dense->w1);
+      expert.w2.copy_(dense->w2);
+      expert.w3.copy_(dense->w3);
     }
   }
   const auto x = torch::randn({10, cfg.model.d_model}, torch::kDouble);
