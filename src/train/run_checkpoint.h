@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "data/batch_loader.h"
 #include "train/optimizer.h"
+#include "train/parallel_plan.h"
 
 namespace moelab {
 
@@ -29,17 +30,16 @@ struct TrainState {
 // gradient, the same on every rank: the routing biases); the first holder of
 // each expert writes that expert's tensors; rank 0 then checksums and
 // publishes the folder.
-void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                         const NamedParams& replicated, const NamedParams& experts,
-                         const NamedParams& buffers, const torch::optim::AdamW& optimizer,
-                         const TrainState& state);
+// The optimizer state is full-size by parameter name whatever the layout
+// (ParallelPlan gathers a sharded one first), so any layout resumes it.
+void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const NamedParams& buffers,
+                         const torch::optim::AdamW& optimizer, const TrainState& state);
 
 // Per checkpoint.resume: "none" → nullopt; "auto" → the newest valid checkpoint
 // in the run folder (nullopt if there is none); a path → that checkpoint.
 // Loads this rank's parameters and optimizer state; InputError naming the
 // checkpoint and tensor when it does not fit the model.
-std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                                                 const NamedParams& params,
+std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ParallelPlan& plan,
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer);
 
