@@ -61,6 +61,15 @@ void OptimizerShards::gather_parameters() const {
 
 TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) const {
   TensorMap local = optimizer_state_tensors(optimizer, slices_);
+  if (group_->size() == 1) {  // each slice is its whole parameter: only the shape differs
+    for (const auto& [name, p] : params_) {
+      for (const char* field : {"exp_avg", "exp_avg_sq"}) {
+        torch::Tensor& moment = local.at(optimizer_state_name(name, field));
+        moment = moment.view(p.sizes());
+      }
+    }
+    return local;
+  }
   TensorMap full;
   for (const char* field : {"exp_avg", "exp_avg_sq"}) {
     std::vector<torch::Tensor> slices;
