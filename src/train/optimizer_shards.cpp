@@ -32,6 +32,13 @@ void OptimizerShards::attach_gradients() const {
   }
 }
 
+void OptimizerShards::detach_gradients() const {
+  for (const auto& [name, slice] : slices_) {
+    torch::Tensor s = slice;
+    s.mutable_grad() = torch::Tensor();
+  }
+}
+
 std::vector<torch::Tensor> OptimizerShards::gather(const std::vector<torch::Tensor>& slices) const {
   if (slices.empty()) return {};
   const int64_t ranks = group_->size();

@@ -37,6 +37,9 @@ class OptimizerShards {
 
   // Points each slice's gradient at its part of the parameter's (synced) gradient.
   void attach_gradients() const;
+  // Lets go of them after the step, so the step's gradients are freed when the
+  // model's are reset rather than living through the next backward.
+  void detach_gradients() const;
   // Collective: every rank's updated slices into the full parameters.
   void gather_parameters() const;
   // Collective: the full-size optimizer state of every parameter

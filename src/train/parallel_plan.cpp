@@ -99,6 +99,8 @@ void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {
   replicated_shards_->attach_gradients();
   expert_shards_->attach_gradients();
   optimizer.step();
+  replicated_shards_->detach_gradients();
+  expert_shards_->detach_gradients();
   replicated_shards_->gather_parameters();
   expert_shards_->gather_parameters();
 }
