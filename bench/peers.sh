@@ -7,9 +7,23 @@
 # bf16 matmul, when the peer runs under bf16 autocast; else fp32 for both). Both time
 # whole training steps: forward, loss, backward, AdamW.
 #
-# Usage: bench/peers.sh [steps=8] [threads=2]    PEERS_COMPILE=0 skips the compiled peer.
+# On a GPU (--device cuda) the precisions are fp32 and bf16 (the peer under bf16
+# autocast), and --batch sets the sequences per step for both.
+#
+# Usage: bench/peers.sh [--device cpu|cuda] [--batch N] [steps=8] [threads=2]
+#        PEERS_COMPILE=0 skips the compiled peer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+device=cpu
+batch=16
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --device) device=$2 ;;
+    --batch) batch=$2 ;;
+    *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
 steps=${1:-8}
 threads=${2:-2}
 bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
@@ -23,19 +37,24 @@ export OMP_NUM_THREADS=$threads
 tokens_per_s() { sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p; s/.*tokens\/s=\([0-9][0-9]*\).*/\1/p' | head -n 1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
-header=$("$bench" --steps 1 --threads "$threads" --experts 0 --ffn 64 --precision fp32 | head -n 2)
+common=(--threads "$threads" --device "$device" --batch "$batch")
+header=$("$bench" --steps 1 "${common[@]}" --experts 0 --ffn 64 --precision fp32 | head -n 2)
 echo "$header"
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+[ "$device" = cuda ] && echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); batch $batch"
 auto_bf16=0
 grep -q "precision auto -> bf16" <<<"$header" && auto_bf16=1
+precisions=(fp32 auto)
+[ "$device" = cuda ] && precisions=(fp32 bf16)
 
 printf '\n%-22s %-9s %10s %10s %7s %12s %7s\n' shape precision moelab peer ratio peer-compile ratio
 for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
   IFS=: read -r name experts topk ffn <<<"$shape"
-  for precision in fp32 auto; do
-    peer_flags=(--experts "$experts" --topk "$topk" --ffn "$ffn" --threads "$threads" --steps "$steps")
-    [ "$precision" = auto ] && [ "$auto_bf16" = 1 ] && peer_flags+=(--bf16)
-    ours=$("$bench" --steps "$steps" --threads "$threads" --experts "$experts" --top-k "$topk" \
+  for precision in "${precisions[@]}"; do
+    peer_flags=(--experts "$experts" --topk "$topk" --ffn "$ffn" --threads "$threads" --steps "$steps"
+      --device "$device" --batch "$batch")
+    { [ "$precision" = bf16 ] || { [ "$precision" = auto ] && [ "$auto_bf16" = 1 ]; }; } && peer_flags+=(--bf16)
+    ours=$("$bench" --steps "$steps" "${common[@]}" --experts "$experts" --top-k "$topk" \
       --ffn "$ffn" --precision "$precision" | tokens_per_s)
     eager=$("$python" "$peer" "${peer_flags[@]}" | tokens_per_s)
     compiled=0
@@ -50,5 +69,6 @@ for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
       "$ours" "$eager" "$(ratio "$ours" "$eager")" "${compiled:-0}" "$(ratio "$ours" "${compiled:-0}")"
   done
 done
+[ "$device" = cuda ] && exit 0
 echo
 "$(dirname "$bench")/bench_kernels" --threads "$threads"

@@ -5,11 +5,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "comm/cuda_device.h"
 #include "study/local_launcher.h"
 #include "study/report.h"
 #include "study/slurm_scripts.h"
@@ -98,12 +101,27 @@ void print_plan(const StudyPlan& plan) {
   if (!plan.axes.empty()) print_grid(plan);
 }
 
+// The ids a child's CUDA_VISIBLE_DEVICES may name: this process's own list
+// when it has one (a Slurm job's GPUs), else 0..n-1 over the GPUs it sees.
+std::vector<std::string> visible_gpu_ids() {
+  std::vector<std::string> ids;
+  if (const char* list = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::stringstream in(list);
+    for (std::string id; std::getline(in, id, ',');) {
+      if (!id.empty()) ids.push_back(id);
+    }
+    return ids;
+  }
+  for (int g = 0; g < visible_cuda_devices(); ++g) ids.push_back(std::to_string(g));
+  return ids;
+}
+
 void run_study(const StudyOptions& o) {
   const StudySpec spec = load_study(o.file);
   const StudyPlan plan = plan_study(spec);
   prepare_out_root(plan);
   const int64_t parallel = o.parallel > 0 ? o.parallel : spec.parallel_runs;
-  const auto outcomes = run_study_locally(plan, parallel, current_executable());
+  const auto outcomes = run_study_locally(plan, parallel, current_executable(), visible_gpu_ids());
   write_study_report(plan, plan.out_root, !o.no_plots);
   size_t failed = 0;
   for (const auto& r : outcomes) {

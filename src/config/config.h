@@ -127,6 +127,9 @@ struct ParallelConfig {
   // Start each gradient bucket's all-reduce during backward, as soon as its
   // gradients are complete (train/grad_sync.h), instead of after backward.
   bool overlap_grad_sync = true;
+  // ZeRO-1: AdamW's moments sharded over each parameter's data-parallel group
+  // (train/optimizer_shards.h).
+  bool shard_optimizer = false;
 };
 
 // One validation set ([[eval.sets]]): its loss gets its own val.csv column.

@@ -297,6 +297,8 @@ std::vector<Field> schema(Config& c) {
            "seconds a collective may wait for its peers before the job ends"),
       flag("parallel.overlap_grad_sync", &p.overlap_grad_sync,
            "all-reduce gradient buckets during backward, as they complete"),
+      flag("parallel.shard_optimizer", &p.shard_optimizer,
+           "ZeRO-1: AdamW state sharded over each parameter's data-parallel ranks"),
       integer("eval.interval", &v.interval, 0, "steps between validations (0 = end only)"),
       integer("eval.max_windows", &v.max_windows, 0, "validation windows (0 = all)"),
       integer("eval.batch_seqs", &v.batch_seqs, 1, "sequences per evaluation batch"),

@@ -5,15 +5,19 @@
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string_view>
 
 #include "study/train_command.h"
+#include "util/error.h"
 #include "util/mpi_session.h"
 
 extern char** environ;
@@ -25,8 +29,38 @@ using Clock = std::chrono::steady_clock;
 
 struct Running {
   size_t index;  // into plan.runs
+  size_t slot;   // into the slots of run_slots
   Clock::time_point started;
 };
+
+bool trains_on_cuda(const StudyPlan& plan) {
+  for (const auto& run : plan.runs) {
+    if (run.cfg.train.device == "cuda") return true;
+  }
+  return false;
+}
+
+// Where runs go side by side: the CUDA_VISIBLE_DEVICES of each concurrent run
+// ("" for CPU runs). GPU runs take `ranks` GPUs each, runs_per_gpu runs to a
+// group of GPUs, so the machine's GPUs set how many run at a time.
+std::vector<std::string> run_slots(const StudyPlan& plan, int64_t parallel,
+                                   const std::vector<std::string>& gpus) {
+  if (!trains_on_cuda(plan) || gpus.empty()) return std::vector<std::string>(parallel);
+  const size_t ranks = size_t(plan.ranks);
+  if (gpus.size() < ranks) {
+    throw InputError(plan.source + ": study.ranks = " + std::to_string(ranks) +
+                     " needs that many GPUs per run; this machine shows " +
+                     std::to_string(gpus.size()));
+  }
+  std::vector<std::string> slots;
+  for (size_t first = 0; first + ranks <= gpus.size(); first += ranks) {
+    std::string devices;
+    for (size_t g = first; g < first + ranks; ++g)
+      devices += (devices.empty() ? "" : ",") + gpus[g];
+    for (int64_t k = 0; k < plan.runs_per_gpu; ++k) slots.push_back(devices);
+  }
+  return slots;
+}
 
 // The parent's environment with OMP_NUM_THREADS set for the child, less any
 // MPI launch variables (see forget_mpi_launch): a child mpirun that sees a
@@ -40,6 +74,16 @@ std::vector<std::string> child_environment(int64_t threads) {
     env.emplace_back(entry);
   }
   env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  return env;
+}
+
+std::vector<std::string> with_variable(std::vector<std::string> env, const std::string& name,
+                                       const std::string& value) {
+  const std::string prefix = name + "=";
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+            env.end());
+  env.push_back(prefix + value);
   return env;
 }
 
@@ -70,6 +114,21 @@ pid_t spawn_run(std::vector<std::string> argv, std::vector<std::string> env,
   return pid;
 }
 
+// The last `count` lines of a run's log, indented: a failure that happens before
+// the run writes anything else (a launcher that cannot start, a bad config) is
+// then readable in the study's own output, not only in a folder that may go.
+std::string last_lines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > count) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& line : lines) out += "\n    | " + line;
+  return out;
+}
+
 std::string describe_exit(int status) {
   if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -79,9 +138,13 @@ std::string describe_exit(int status) {
 }  // namespace
 
 std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t parallel,
-                                               const std::string& binary) {
+                                               const std::string& binary,
+                                               const std::vector<std::string>& gpus) {
   namespace fs = std::filesystem;
   const auto env = child_environment(plan.threads);
+  const auto slots = run_slots(plan, parallel, gpus);
+  std::vector<size_t> free_slots;
+  for (size_t s = slots.size(); s-- > 0;) free_slots.push_back(s);
   std::vector<LocalRunOutcome> outcomes(plan.runs.size());
   std::vector<size_t> pending;
   for (size_t i = 0; i < plan.runs.size(); ++i) {
@@ -98,15 +161,20 @@ std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t pa
   size_t next = 0;
   std::map<pid_t, Running> running;
   while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && int64_t(running.size()) < parallel) {
+    while (next < pending.size() && !free_slots.empty()) {
       const size_t i = pending[next++];
       const PlannedRun& run = plan.runs[i];
       const std::string log = run.dir + "/train.log";
       const auto argv = train_command(run, plan.ranks, binary);
-      spdlog::info("[{}/{}] {} seed {}: started ({}), log {}", next, total, run.variant, run.seed,
+      const size_t slot = free_slots.back();
+      const auto run_env =
+          slots[slot].empty() ? env : with_variable(env, "CUDA_VISIBLE_DEVICES", slots[slot]);
+      spdlog::info("[{}/{}] {} seed {}: started ({}{}), log {}", next, total, run.variant, run.seed,
+                   slots[slot].empty() ? "" : "CUDA_VISIBLE_DEVICES=" + slots[slot] + " ",
                    shell_join(argv), log);
       try {
-        running[spawn_run(argv, env, log)] = Running{i, Clock::now()};
+        running[spawn_run(argv, run_env, log)] = Running{i, slot, Clock::now()};
+        free_slots.pop_back();
       } catch (const std::exception& e) {
         outcomes[i].status = LocalRunOutcome::Status::kFailed;
         outcomes[i].detail = e.what();
@@ -122,6 +190,7 @@ std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t pa
     auto it = running.find(pid);
     if (pid < 0 || it == running.end()) continue;  // not one of ours
     const size_t i = it->second.index;
+    free_slots.push_back(it->second.slot);
     const double seconds = std::chrono::duration<double>(Clock::now() - it->second.started).count();
     running.erase(it);
     const PlannedRun& run = plan.runs[i];
@@ -135,8 +204,9 @@ std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t pa
           describe_exit(status) +
           (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " but no DONE file" : "") + ", log " +
           run.dir + "/train.log";
-      spdlog::error("{} seed {}: failed after {:.1f} s ({})", run.variant, run.seed, seconds,
-                    outcomes[i].detail);
+      outcomes[i].log_tail = last_lines(run.dir + "/train.log", 20);
+      spdlog::error("{} seed {}: failed after {:.1f} s ({}); the log ends:{}", run.variant,
+                    run.seed, seconds, outcomes[i].detail, outcomes[i].log_tail);
     }
   }
   return outcomes;

@@ -16,12 +16,17 @@ struct LocalRunOutcome {
   std::string variant;
   int64_t seed = 0;
   Status status = Status::kSkipped;
-  std::string detail;  // for failures: exit code or signal, and the log path
+  std::string detail;    // for failures: exit code or signal, and the log path
+  std::string log_tail;  // for failures: the last lines of the run's log
 };
 
 // Runs `plan.runs` (configs already written by prepare_out_root) with `binary`
-// as the moelab executable. Each run's output goes to <run dir>/train.log.
+// as the moelab executable, `parallel` at a time. Each run's output goes to
+// <run dir>/train.log. GPU runs on a machine whose `gpus` (CUDA_VISIBLE_DEVICES
+// ids) are given instead run plan.runs_per_gpu to each group of plan.ranks
+// GPUs, each seeing only its group.
 std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t parallel,
-                                               const std::string& binary);
+                                               const std::string& binary,
+                                               const std::vector<std::string>& gpus = {});
 
 }  // namespace moelab

@@ -35,6 +35,21 @@ std::string slurm_key(const std::string& key, int64_t value) {
   return "[slurm] " + key + " = " + std::to_string(value);
 }
 
+// Packed runs share the GPUs of one node (and the MPS server the job starts
+// there), so packing asks for GPUs and a single node.
+void check_packing(const StudyPlan& plan, const SlurmSpec& s) {
+  if (plan.runs_per_gpu == 1) return;
+  const std::string packing =
+      plan.source + ": study.runs_per_gpu = " + std::to_string(plan.runs_per_gpu);
+  if (s.gpus_per_node == 0) {
+    throw InputError(packing + " packs runs onto GPUs but [slurm] gpus_per_node is 0");
+  }
+  if (s.nodes > 1) {
+    throw InputError(packing + " packs runs onto the GPUs of one node but " +
+                     slurm_key("nodes", s.nodes) + ": use nodes = 1");
+  }
+}
+
 // InputError unless the runs fit the requested nodes. On GPU nodes one rank
 // drives one GPU: nodes x gpus_per_node ranks, each on the GPU of its
 // node-local rank (comm/cuda_device.h), talking over NCCL.
@@ -56,6 +71,7 @@ void check_layout(const StudyPlan& plan, const SlurmSpec& s) {
   if (per_node == 0 && plan.ranks < s.nodes) {
     throw InputError(where + ranks + " cannot fill " + slurm_key("nodes", s.nodes));
   }
+  check_packing(plan, s);
   for (const auto& run : plan.runs) {
     const std::string variant = "variant '" + run.variant + "'";
     const bool cuda = run.cfg.train.device == "cuda";
@@ -86,10 +102,17 @@ std::vector<std::string> layout_options(const StudyPlan& plan, const SlurmSpec& 
   } else {
     opts.push_back("--ntasks=" + std::to_string(plan.ranks));
   }
-  opts.push_back("--cpus-per-task=" +
-                 std::to_string(s.cpus_per_task > 0 ? s.cpus_per_task : plan.threads));
+  // Each rank's CPUs serve one rank of every run packed onto its GPU.
+  const int64_t cpus = (s.cpus_per_task > 0 ? s.cpus_per_task : plan.threads) * plan.runs_per_gpu;
+  opts.push_back("--cpus-per-task=" + std::to_string(cpus));
   if (s.gpus_per_node > 0) opts.push_back("--gpus-per-node=" + std::to_string(s.gpus_per_node));
   return opts;
+}
+
+// One array task per runs_per_gpu seeds.
+int64_t array_tasks(const StudyPlan& plan) {
+  const int64_t seeds = int64_t(plan.seeds.size());
+  return (seeds + plan.runs_per_gpu - 1) / plan.runs_per_gpu;
 }
 
 // Runs `command`, returning its stdout; throws with the exit status otherwise.
@@ -183,7 +206,8 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
     }
     const std::map<std::string, std::string> values = {
         {"JOB_NAME", plan.name + "-" + v.name},
-        {"ARRAY", "0-" + std::to_string(plan.seeds.size() - 1)},
+        {"ARRAY", "0-" + std::to_string(array_tasks(plan) - 1)},
+        {"RUNS_PER_TASK", std::to_string(plan.runs_per_gpu)},
         {"LOG_DIR", slurm_dir + "/logs"},
         {"VARIANT", v.name},
         {"SBATCH_OPTIONS", sbatch_lines(run_options)},

@@ -106,6 +106,7 @@ StudyPlan plan_study(const StudySpec& spec) {
   plan.seeds = spec.seeds;
   plan.ranks = spec.ranks;
   plan.threads = spec.threads;
+  plan.runs_per_gpu = spec.runs_per_gpu;
   for (const auto& axis : spec.axes) plan.axes.push_back(axis.name);
   std::map<std::string, MatchOutcome> matches;
   const auto resolved = resolve_variants(spec, matches);

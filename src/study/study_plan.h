@@ -60,6 +60,7 @@ struct StudyPlan {
   std::vector<int64_t> seeds;
   int64_t ranks = 1;
   int64_t threads = 1;
+  int64_t runs_per_gpu = 1;       // study.runs_per_gpu
   std::vector<std::string> axes;  // the swept axes, in study order
   std::vector<PlannedVariant> variants;
   std::vector<PlannedRun> runs;  // variant-major, seeds in study order

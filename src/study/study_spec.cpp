@@ -456,7 +456,8 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
   if (!study_node) throw InputError(path + ": missing [study] table");
   const toml::table& study = as_table(*study_node, "[study]", path);
   check_keys(study,
-             {"name", "base", "seeds", "out_root", "ranks", "threads", "parallel_runs", "set"},
+             {"name", "base", "seeds", "out_root", "ranks", "threads", "parallel_runs",
+              "runs_per_gpu", "set"},
              "[study]", path);
 
   StudySpec spec;
@@ -473,6 +474,7 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
   spec.ranks = read_int(study, "ranks", "study", path, 1, 1);
   spec.threads = read_int(study, "threads", "study", path, 1, 1);
   spec.parallel_runs = read_int(study, "parallel_runs", "study", path, 1, 1);
+  spec.runs_per_gpu = read_int(study, "runs_per_gpu", "study", path, 1, 1);
   if (const toml::node* s = study.get("set")) spec.set = read_overrides(*s, "study.set", path);
   spec.axes = read_axes(root, path);
   spec.variants = read_variants(root, spec.axes, path);

@@ -75,6 +75,10 @@ struct StudySpec {
   int64_t ranks = 1;     // MPI ranks per run
   int64_t threads = 1;   // OMP/torch threads per rank
   int64_t parallel_runs = 1;
+  // Runs sharing each GPU, as concurrent processes: on Slurm k runs per array
+  // task on the same GPUs; locally k runs per GPU of this machine. Runs at this
+  // scale leave most of a GPU idle.
+  int64_t runs_per_gpu = 1;
   std::vector<StudyOverride> set;
   std::vector<AxisSpec> axes;
   std::vector<VariantSpec> variants;  // the grid points first, then the [[variant]]s

@@ -10,15 +10,9 @@ void* state_key(const torch::Tensor& param) {
   return param.unsafeGetTensorImpl();
 }
 
-// "optim/<name>/<field>": the prefix keeps these apart from the parameter named
-// <name> itself, which an HDF5 file could not hold beside a group of that name.
-std::string state_name(const std::string& param_name, const std::string& field) {
-  return "optim/" + param_name + "/" + field;
-}
-
 const torch::Tensor& state_entry(const std::map<std::string, torch::Tensor>& state,
                                  const std::string& param_name, const std::string& field) {
-  const auto it = state.find(state_name(param_name, field));
+  const auto it = state.find(optimizer_state_name(param_name, field));
   if (it == state.end()) {
     throw InputError("optimizer state has no '" + field + "' for parameter '" + param_name +
                      "' (checkpoint from a different model?)");
@@ -30,7 +24,7 @@ torch::Tensor moment_like(const torch::Tensor& saved, const torch::Tensor& param
                           const std::string& param_name, const std::string& field) {
   if (saved.sizes() != param.sizes()) {
     std::ostringstream message;
-    message << "optimizer state '" << state_name(param_name, field) << "' has shape "
+    message << "optimizer state '" << optimizer_state_name(param_name, field) << "' has shape "
             << saved.sizes() << " but the parameter has shape " << param.sizes();
     throw InputError(message.str());
   }
@@ -43,6 +37,10 @@ struct FusedBatch {
 };
 
 }  // namespace
+
+std::string optimizer_state_name(const std::string& param_name, const std::string& field) {
+  return "optim/" + param_name + "/" + field;
+}
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
@@ -101,6 +99,12 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
   for (const auto& [name, param] : named_params) {
     (param.dim() >= 2 ? decayed : not_decayed).push_back(param);
   }
+  return make_adamw(std::move(decayed), std::move(not_decayed), cfg);
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<torch::Tensor> decayed,
+                                                std::vector<torch::Tensor> not_decayed,
+                                                const OptimConfig& cfg) {
   const auto options = [&](double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(cfg.lr)
                                                             .betas({cfg.beta1, cfg.beta2})
@@ -120,15 +124,15 @@ std::map<std::string, torch::Tensor> optimizer_state_tensors(const torch::optim:
   for (const auto& [name, param] : named_params) {
     const auto it = states.find(state_key(param));
     if (it == states.end()) {
-      tensors[state_name(name, "exp_avg")] = torch::zeros_like(param);
-      tensors[state_name(name, "exp_avg_sq")] = torch::zeros_like(param);
-      tensors[state_name(name, "step")] = torch::tensor(int64_t{0});
+      tensors[optimizer_state_name(name, "exp_avg")] = torch::zeros_like(param);
+      tensors[optimizer_state_name(name, "exp_avg_sq")] = torch::zeros_like(param);
+      tensors[optimizer_state_name(name, "step")] = torch::tensor(int64_t{0});
       continue;
     }
     const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*it->second);
-    tensors[state_name(name, "exp_avg")] = adam.exp_avg();
-    tensors[state_name(name, "exp_avg_sq")] = adam.exp_avg_sq();
-    tensors[state_name(name, "step")] = torch::tensor(adam.step());
+    tensors[optimizer_state_name(name, "exp_avg")] = adam.exp_avg();
+    tensors[optimizer_state_name(name, "exp_avg_sq")] = adam.exp_avg_sq();
+    tensors[optimizer_state_name(name, "step")] = torch::tensor(adam.step());
   }
   return tensors;
 }
@@ -139,7 +143,7 @@ void load_optimizer_state(torch::optim::AdamW& optimizer, const NamedParams& nam
   for (const auto& [name, param] : named_params) {
     const torch::Tensor& step = state_entry(state, name, "step");
     if (step.numel() != 1) {
-      throw InputError("optimizer state '" + state_name(name, "step") +
+      throw InputError("optimizer state '" + optimizer_state_name(name, "step") +
                        "' must hold one number, found " + std::to_string(step.numel()));
     }
     auto adam = std::make_unique<torch::optim::AdamWParamState>();

@@ -31,6 +31,15 @@ class FusedAdamW : public torch::optim::AdamW {
 // decaying them toward zero only fights the normalisation.
 std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
                                                 const OptimConfig& cfg);
+// The same with the two groups given: tensors that are slices of parameters
+// (optimizer_shards.h) decay as their parameters do, not by their own shape.
+std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<torch::Tensor> decayed,
+                                                std::vector<torch::Tensor> not_decayed,
+                                                const OptimConfig& cfg);
+
+// "optim/<name>/<field>": the prefix keeps these apart from the parameter named
+// <name> itself, which an HDF5 file could not hold beside a group of that name.
+std::string optimizer_state_name(const std::string& param_name, const std::string& field);
 
 // "optim/<name>/exp_avg", "optim/<name>/exp_avg_sq" and "optim/<name>/step" (int64
 // scalar) for every

@@ -17,7 +17,8 @@ std::vector<torch::Tensor> tensors(const NamedParams& named) {
 ParallelPlan::ParallelPlan(ProcessGroups groups, const Config& cfg)
     : groups_(std::move(groups)),
       global_stats_(cfg.moe.enabled && cfg.moe.stats == "global"),
-      overlap_(cfg.parallel.overlap_grad_sync) {}
+      overlap_(cfg.parallel.overlap_grad_sync),
+      shard_optimizer_(cfg.parallel.shard_optimizer) {}
 
 MoeContext ParallelPlan::moe_context() const {
   MoeContext ctx;
@@ -45,9 +46,14 @@ void ParallelPlan::parallelize(Transformer& model) {
         .emplace_back(np.key(), np.value());
     all_.emplace_back(np.key(), np.value());
   }
+  stacked_ = model->stacked_params();
   const double world = groups_.world->size();
   replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world, overlap_);
   expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world, overlap_);
+  if (shard_optimizer_) {
+    replicated_shards_ = std::make_unique<OptimizerShards>(replicated_, groups_.dp);
+    expert_shards_ = std::make_unique<OptimizerShards>(experts_, groups_.expert_dp);
+  }
 }
 
 void ParallelPlan::before_last_backward() {
@@ -69,6 +75,70 @@ torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
 void ParallelPlan::clip_gradients(double norm, double max_norm) const {
   clip_grads_to_norm(replicated_sync_->params(), norm, max_norm);
   clip_grads_to_norm(expert_sync_->params(), norm, max_norm);
+}
+
+}  // namespace moelab
+
+namespace moelab {
+
+std::unique_ptr<torch::optim::AdamW> ParallelPlan::make_optimizer(const OptimConfig& cfg) const {
+  if (!shard_optimizer_) return make_adamw(all_, cfg);
+  std::vector<torch::Tensor> decayed, not_decayed;
+  for (const auto* shards : {replicated_shards_.get(), expert_shards_.get()}) {
+    for (size_t i = 0; i < shards->slices().size(); ++i) {
+      (shards->is_matrix()[i] ? decayed : not_decayed).push_back(shards->slices()[i].second);
+    }
+  }
+  return make_adamw(std::move(decayed), std::move(not_decayed), cfg);
+}
+
+void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {
+  if (!shard_optimizer_) {
+    optimizer.step();
+    return;
+  }
+  replicated_shards_->attach_gradients();
+  expert_shards_->attach_gradients();
+  optimizer.step();
+  replicated_shards_->detach_gradients();
+  expert_shards_->detach_gradients();
+  replicated_shards_->gather_parameters();
+  expert_shards_->gather_parameters();
+}
+
+TensorMap ParallelPlan::replicated_optimizer_state(const torch::optim::AdamW& optimizer) const {
+  return shard_optimizer_ ? replicated_shards_->gather_state(optimizer)
+                          : optimizer_state_tensors(optimizer, replicated_);
+}
+
+TensorMap ParallelPlan::expert_optimizer_state(const torch::optim::AdamW& optimizer) const {
+  return shard_optimizer_ ? expert_shards_->gather_state(optimizer)
+                          : optimizer_state_tensors(optimizer, experts_);
+}
+
+int64_t ParallelPlan::optimizer_state_bytes() const {
+  int64_t bytes = 0;
+  const auto add = [&](const NamedParams& params) {
+    for (const auto& [name, p] : params) bytes += 2 * p.numel() * int64_t(p.element_size());
+  };
+  if (shard_optimizer_) {
+    add(replicated_shards_->slices());
+    add(expert_shards_->slices());
+  } else {
+    add(all_);
+  }
+  return bytes;
+}
+
+void ParallelPlan::load_optimizer_state(torch::optim::AdamW& optimizer,
+                                        const TensorMap& full) const {
+  if (!shard_optimizer_) {
+    moelab::load_optimizer_state(optimizer, all_, full);
+    return;
+  }
+  for (const auto* shards : {replicated_shards_.get(), expert_shards_.get()}) {
+    moelab::load_optimizer_state(optimizer, shards->slices(), shards->slice_state(full));
+  }
 }
 
 }  // namespace moelab

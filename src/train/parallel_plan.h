@@ -17,6 +17,7 @@
 #include "model/transformer.h"
 #include "train/grad_sync.h"
 #include "train/optimizer.h"
+#include "train/optimizer_shards.h"
 
 namespace moelab {
 
@@ -40,6 +41,9 @@ class ParallelPlan {
   const NamedParams& parameters() const { return all_; }
   const NamedParams& replicated_parameters() const { return replicated_; }
   const NamedParams& expert_parameters() const { return experts_; }
+  // The model's stacked expert parameters and the per-expert names of their
+  // rows (checkpoints hold one tensor per expert).
+  const StackedParams& stacked_parameters() const { return stacked_; }
 
   // Call before the backward pass of a step's last micro-batch: with
   // parallel.overlap_grad_sync its gradients start their exchange as they come.
@@ -53,12 +57,33 @@ class ParallelPlan {
   // Scales every gradient for the global norm `norm` (grad_clip.h's rule).
   void clip_gradients(double norm, double max_norm) const;
 
+  // AdamW over what this rank steps: every parameter, or with
+  // parallel.shard_optimizer its slices of them (optimizer_shards.h). Call after
+  // parallelize().
+  std::unique_ptr<torch::optim::AdamW> make_optimizer(const OptimConfig& cfg) const;
+  // The update after sync_gradients(): AdamW on this rank's part, and when
+  // sharded the updated parameters gathered from every rank (collective).
+  void optimizer_step(torch::optim::AdamW& optimizer) const;
+  // The optimizer state of the replicated or of this rank's expert parameters,
+  // full-size by parameter name, as a checkpoint holds it. Collective when sharded.
+  TensorMap replicated_optimizer_state(const torch::optim::AdamW& optimizer) const;
+  TensorMap expert_optimizer_state(const torch::optim::AdamW& optimizer) const;
+  // Bytes of AdamW's two moments on this rank once it has stepped.
+  int64_t optimizer_state_bytes() const;
+  // Loads full-size state (a checkpoint's) into this rank's part of it.
+  void load_optimizer_state(torch::optim::AdamW& optimizer, const TensorMap& full) const;
+
  private:
   ProcessGroups groups_;
   bool global_stats_;
   bool overlap_;
+  bool shard_optimizer_;
   NamedParams all_, replicated_, experts_;
+  StackedParams stacked_;
   std::unique_ptr<GradSync> replicated_sync_, expert_sync_;
+  // With parallel.shard_optimizer: the replicated parameters over the
+  // data-parallel group, the experts over their expert-data-parallel group.
+  std::unique_ptr<OptimizerShards> replicated_shards_, expert_shards_;
 };
 
 }  // namespace moelab

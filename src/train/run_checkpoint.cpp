@@ -18,11 +18,10 @@ namespace {
 
 const char* kRngKey = "rng/cpu_generator";
 
-std::map<std::string, torch::Tensor> tensors_of(const NamedParams& params,
-                                                const torch::optim::AdamW& optimizer) {
-  std::map<std::string, torch::Tensor> out;
+TensorMap tensors_of(const NamedParams& params, const TensorMap& optimizer_state) {
+  TensorMap out;
   for (const auto& [name, p] : params) out[name] = p.detach().cpu();
-  for (auto& [key, t] : optimizer_state_tensors(optimizer, params)) out[key] = t.cpu();
+  for (auto& [key, t] : optimizer_state) out[key] = t.cpu();
   return out;
 }
 
@@ -76,17 +75,20 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
 
 }  // namespace
 
-void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                         const NamedParams& replicated, const NamedParams& experts,
-                         const StackedParams& stacked, const NamedParams& buffers,
+void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const NamedParams& buffers,
                          const torch::optim::AdamW& optimizer, const TrainState& state) {
+  const ProcessGroups& groups = plan.groups();
+  const NamedParams& experts = plan.expert_parameters();
+  // Collective when the state is sharded: every rank takes part, one writes.
+  const TensorMap replicated_state = plan.replicated_optimizer_state(optimizer);
+  const TensorMap expert_state = plan.expert_optimizer_state(optimizer);
   const std::string& run_dir = cfg.train.out_dir;
   const std::string tmp = checkpoint_tmp_dir(run_dir, state.step);
   auto& world = *groups.control;
   if (world.rank() == 0) prepare_checkpoint_tmp_dir(run_dir, state.step);
   world.barrier();
   if (world.rank() == 0) {
-    auto tensors = tensors_of(replicated, optimizer);
+    auto tensors = tensors_of(plan.replicated_parameters(), replicated_state);
     for (const auto& [name, b] : buffers) tensors[name] = b.detach().cpu();
     tensors[kRngKey] = at::detail::getDefaultCPUGenerator().get_state();
     write_tensor_file(tmp + "/replicated.h5", tensors);
@@ -94,7 +96,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
   // One copy of each expert: the ranks of the first expert-parallel group.
   if (!experts.empty() && world.rank() < groups.ep_size) {
     write_tensor_file(tmp + "/experts_" + std::to_string(groups.ep_rank) + ".h5",
-                      split_stacked(tensors_of(experts, optimizer), stacked));
+                      split_stacked(tensors_of(experts, expert_state), plan.stacked_parameters()));
   }
   world.barrier();
   if (world.rank() == 0) {
@@ -104,11 +106,10 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
   world.barrier();
 }
 
-std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                                                 const NamedParams& params,
-                                                 const StackedParams& stacked,
+std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ParallelPlan& plan,
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer) {
+  const ProcessGroups& groups = plan.groups();
   const std::string& how = cfg.checkpoint.resume;
   if (how == "none") return std::nullopt;
   std::optional<LoadedCheckpoint> ckpt;
@@ -135,10 +136,10 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Proces
   if (step[0].item<int64_t>() != -step[1].item<int64_t>()) {
     throw InputError(ckpt->dir + ": ranks found different newest checkpoints");
   }
-  ckpt->tensors = join_stacked(std::move(ckpt->tensors), stacked, ckpt->dir);
-  load_parameters(params, ckpt->tensors, ckpt->dir);
+  ckpt->tensors = join_stacked(std::move(ckpt->tensors), plan.stacked_parameters(), ckpt->dir);
+  load_parameters(plan.parameters(), ckpt->tensors, ckpt->dir);
   load_parameters(buffers, ckpt->tensors, ckpt->dir);
-  load_optimizer_state(optimizer, params, ckpt->tensors);
+  plan.load_optimizer_state(optimizer, ckpt->tensors);
   auto rng = ckpt->tensors.find(kRngKey);
   if (rng != ckpt->tensors.end()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();

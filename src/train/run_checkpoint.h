@@ -14,6 +14,7 @@
 #include "data/batch_loader.h"
 #include "model/experts.h"
 #include "train/optimizer.h"
+#include "train/parallel_plan.h"
 
 namespace moelab {
 
@@ -29,11 +30,11 @@ struct TrainState {
 // Rank 0 writes the replicated tensors and the model's buffers (state without
 // gradient, the same on every rank: the routing biases); the first holder of
 // each expert writes that expert's tensors; rank 0 then checksums and
-// publishes the folder. `stacked` (the model's stacked_params()) names the
-// rows of stacked expert parameters: they are saved one tensor per expert.
-void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                         const NamedParams& replicated, const NamedParams& experts,
-                         const StackedParams& stacked, const NamedParams& buffers,
+// publishes the folder. Stacked expert parameters (ParallelPlan's
+// stacked_parameters()) are saved one tensor per expert, and the optimizer
+// state is full-size by parameter name whatever the layout (ParallelPlan
+// gathers a sharded one first), so any layout resumes it.
+void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const NamedParams& buffers,
                          const torch::optim::AdamW& optimizer, const TrainState& state);
 
 // Per checkpoint.resume: "none" → nullopt; "auto" → the newest valid checkpoint
@@ -41,9 +42,7 @@ void save_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
 // Loads this rank's parameters and optimizer state (expert rows stacked as
 // `stacked` says); InputError naming the
 // checkpoint and tensor when it does not fit the model.
-std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ProcessGroups& groups,
-                                                 const NamedParams& params,
-                                                 const StackedParams& stacked,
+std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const ParallelPlan& plan,
                                                  const NamedParams& buffers,
                                                  torch::optim::AdamW& optimizer);
 

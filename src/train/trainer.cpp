@@ -109,18 +109,22 @@ void Trainer::setup_model() {
   model_->to(device_);
   plan_.parallelize(model_);
   for (auto& nb : model_->named_buffers()) buffers_.emplace_back(nb.key(), nb.value());
-  optimizer_ = make_adamw(plan_.parameters(), cfg_.optim);
+  optimizer_ = plan_.make_optimizer(cfg_.optim);
+  if (rank_ == 0) {
+    spdlog::info("AdamW state: {:.3f} MiB on rank 0 ({})",
+                 plan_.optimizer_state_bytes() / 1048576.0,
+                 cfg_.parallel.shard_optimizer ? "sharded" : "replicated");
+  }
   flops_per_token_ = model_flops_per_token(cfg_);
 }
 
 void Trainer::resume_or_init() {
-  if (auto resumed = restore_run_checkpoint(cfg_, plan_.groups(), plan_.parameters(),
-                                            model_->stacked_params(), buffers_, *optimizer_)) {
+  if (auto resumed = restore_run_checkpoint(cfg_, plan_, buffers_, *optimizer_)) {
     state_ = *resumed;
     resumed_step_ = state_.step;
     loader_->restore(state_.loader);
   } else if (!cfg_.train.init_from.empty()) {
-    load_initial_weights(cfg_.train.init_from, plan_.parameters(), model_->stacked_params(),
+    load_initial_weights(cfg_.train.init_from, plan_.parameters(), plan_.stacked_parameters(),
                          buffers_);
   }
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
@@ -188,7 +192,7 @@ Trainer::StepResult Trainer::train_step() {
   // The update about to be applied, counted from 1.
   result.lr = schedule_.at(state_.step + 1);
   set_lr(*optimizer_, result.lr);
-  optimizer_->zero_grad();
+  model_->zero_grad();
   const torch::Tensor batch = loader_->next().to(device_);
 
   phases.begin("forward_backward");
@@ -251,7 +255,7 @@ void Trainer::optimizer_step(StepResult& result) {
   result.skipped = guard_.should_skip(std::isfinite(result.grad_norm) ? result.loss : NAN);
   if (!result.skipped) {
     plan_.clip_gradients(result.grad_norm, cfg_.optim.grad_clip);
-    optimizer_->step();
+    plan_.optimizer_step(*optimizer_);
   }
   model_->update_balance_biases(/*apply=*/!result.skipped);
   if (result.skipped && rank_ == 0) {
@@ -309,9 +313,7 @@ void Trainer::stop_for_resume(bool saved) {
 }
 
 void Trainer::checkpoint() {
-  save_run_checkpoint(cfg_, plan_.groups(), plan_.replicated_parameters(),
-                      plan_.expert_parameters(), model_->stacked_params(), buffers_, *optimizer_,
-                      state_);
+  save_run_checkpoint(cfg_, plan_, buffers_, *optimizer_, state_);
 }
 
 bool Trainer::logged(int64_t step) const {

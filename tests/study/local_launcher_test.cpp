@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "config/load.h"
 #include "study/local_launcher.h"
@@ -80,6 +82,7 @@ TEST_F(LocalLauncherTest, KeepsGoingAfterAFailureAndReportsExcludesIt) {
     EXPECT_EQ(o.variant, "dense_active");
     EXPECT_EQ(o.seed, 1);
     EXPECT_NE(o.detail.find("exit code 3"), std::string::npos) << o.detail;
+    EXPECT_NE(o.log_tail.find("| boom"), std::string::npos) << o.log_tail;
   }
   EXPECT_EQ(failed, 1u);
   EXPECT_EQ(calls(), 9u);
@@ -100,6 +103,78 @@ TEST_F(LocalLauncherTest, RunConfigsAreTheResolvedConfigs) {
     EXPECT_EQ(written.train.out_dir, run.dir);
     EXPECT_EQ(written.train.threads, 3);
   }
+}
+
+// Records (from its first rank) when each run starts and ends on which GPUs,
+// taking long enough that the runs of one round overlap.
+const char* kFakeGpuMoelab = R"sh(#!/bin/bash
+log=$(dirname "$(dirname "$(dirname "$(dirname "$2")")")")/gpu.log
+rank=${OMPI_COMM_WORLD_RANK:-0}
+[[ $rank == 0 ]] && echo "start $CUDA_VISIBLE_DEVICES" >> "$log"
+sleep 1
+[[ $rank == 0 ]] && echo "end $CUDA_VISIBLE_DEVICES" >> "$log"
+echo '{}' > "$(dirname "$2")/DONE"
+)sh";
+
+class GpuLocalLauncherTest : public ::testing::Test {
+ protected:
+  StudyPlan gpu_plan(int64_t ranks, int64_t runs_per_gpu, const std::string& seeds) {
+    write_file(dir / "base.toml", testing::tiny_base_config(dir / "data"));
+    std::string study =
+        testing::tiny_study(dir / "out", seeds,
+                            "ranks = " + std::to_string(ranks) +
+                                "\nruns_per_gpu = " + std::to_string(runs_per_gpu) + "\n");
+    study.replace(study.find("\"train.max_steps\" = 10"), 22,
+                  "\"train.max_steps\" = 10\n\"train.device\" = \"cuda\"");
+    write_file(dir / "study.toml", study);
+    write_file(fake, kFakeGpuMoelab);
+    chmod(fake.c_str(), 0755);
+    StudyPlan plan = plan_study(load_study(dir / "study.toml"));
+    prepare_out_root(plan);
+    return plan;
+  }
+  // The most runs that were on each GPU group at once.
+  std::map<std::string, int> peak_runs_per_group() const {
+    std::map<std::string, int> now, peak;
+    std::istringstream log(read_file(dir / "gpu.log"));
+    for (std::string event, group; log >> event >> group;) {
+      now[group] += event == "start" ? 1 : -1;
+      peak[group] = std::max(peak[group], now[group]);
+    }
+    return peak;
+  }
+
+  TempDir dir;
+  const std::string fake = dir / "fake_moelab";
+};
+
+TEST_F(GpuLocalLauncherTest, PacksRunsPerGpuOntoEachGpuTheyMaySee) {
+  const StudyPlan plan = gpu_plan(1, 2, "[0, 1, 2]");
+  // The GPUs of a Slurm job or a CUDA_VISIBLE_DEVICES list are not 0..n-1.
+  const auto outcomes = run_study_locally(plan, 1, fake, {"3", "5"});
+  for (const auto& o : outcomes) EXPECT_EQ(o.status, LocalRunOutcome::Status::kFinished);
+  const auto peak = peak_runs_per_group();
+  EXPECT_EQ(peak, (std::map<std::string, int>{{"3", 2}, {"5", 2}})) << read_file(dir / "gpu.log");
+}
+
+TEST_F(GpuLocalLauncherTest, MultiRankRunsTakeAGroupOfGpus) {
+  const StudyPlan plan = gpu_plan(2, 1, "[0]");
+  run_study_locally(plan, 4, fake, {"0", "1", "2"});  // the third GPU stays idle
+  EXPECT_EQ(peak_runs_per_group(), (std::map<std::string, int>{{"0,1", 1}}))
+      << read_file(dir / "gpu.log");
+  EXPECT_THROW(
+      {
+        try {
+          run_study_locally(plan, 1, fake, {"0"});
+        } catch (const InputError& e) {
+          EXPECT_NE(std::string(e.what()).find("study.ranks = 2 needs that many GPUs per run; "
+                                               "this machine shows 1"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      InputError);
 }
 
 }  // namespace

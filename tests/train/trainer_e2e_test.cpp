@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/precision.h"
@@ -257,6 +258,58 @@ TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
   }
 }
 
+// The "AdamW state: X MiB on rank 0" of a run's log.
+double adamw_state_mib(const std::string& log) {
+  const std::string key = "AdamW state: ";
+  const size_t at = log.find(key);
+  return at == std::string::npos ? NAN : std::stod(log.substr(at + key.size()));
+}
+
+// ZeRO-1 against unsharded AdamW at the same layouts: the same curve, and a
+// checkpoint whose optimizer state is as full as an unsharded one's (moments
+// by parameter name), so an unsharded checkpoint resumes sharded and back.
+TEST_F(TrainerE2E, ShardedOptimizerTrainsTheUnshardedCurveAndSharesItsCheckpoints) {
+  const std::string sets =
+      "--set moe.enabled=true --set train.max_steps=8 --set eval.interval=0 "
+      "--set checkpoint.interval=4 --set checkpoint.keep=5 ";
+  const std::string sharded = "--set parallel.shard_optimizer=true ";
+  for (const char* ep : {"1", "2"}) {
+    SCOPED_TRACE(std::string("world 4, ep ") + ep);
+    const std::string layout = sets + "--set parallel.ep=" + ep + " ";
+    const std::string plain = std::string("zero_plain_ep") + ep;
+    const std::string zero = std::string("zero_sharded_ep") + ep;
+    ASSERT_EQ(run(train(plain, layout, 4)), 0) << last_log();
+    const double plain_mib = adamw_state_mib(last_log());
+    ASSERT_EQ(run(train(zero, layout + sharded, 4)), 0) << last_log();
+    // Rank 0 steps a quarter of the replicated parameters and, at ep 2, half of its experts.
+    EXPECT_LT(adamw_state_mib(last_log()), 0.5 * plain_mib) << last_log();
+    expect_close(train_losses(kRoot / zero), train_losses(kRoot / plain), 1e-6);
+    const auto a = moelab::load_checkpoint((kRoot / plain / "checkpoints/step_00000008").string());
+    const auto b = moelab::load_checkpoint((kRoot / zero / "checkpoints/step_00000008").string());
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (const auto& [name, t] : a.tensors) {
+      if (name.rfind("optim/", 0) != 0) continue;
+      ASSERT_TRUE(b.tensors.count(name)) << name;
+      EXPECT_TRUE(
+          torch::allclose(b.tensors.at(name).to(torch::kDouble), t.to(torch::kDouble), 1e-5, 1e-9))
+          << name;
+    }
+  }
+  // Each step-4 checkpoint resumed by the other kind, at another layout.
+  for (const auto& [from, sets_now, world] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"zero_plain_ep2", sets + sharded + "--set parallel.ep=4", 4},
+           {"zero_sharded_ep2", sets + "--set parallel.ep=1", 2}}) {
+    SCOPED_TRACE("resume of " + from);
+    const std::string name = from + "_resumed";
+    fs::copy(kRoot / from, kRoot / name, fs::copy_options::recursive);
+    fs::remove_all(kRoot / name / "checkpoints" / "step_00000008");
+    fs::remove(kRoot / name / "DONE");
+    ASSERT_EQ(run(train(name, sets_now + " --resume auto", world)), 0) << last_log();
+    EXPECT_NE(last_log().find("step_00000004 (step 4)"), std::string::npos) << last_log();
+    expect_close(train_losses(kRoot / name), train_losses(kRoot / "zero_plain_ep2"), 1e-5);
+  }
+}
+
 // The run records how "auto" resolved on this machine, as the log says it.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
@@ -423,7 +476,10 @@ INSTANTIATE_TEST_SUITE_P(
                       MoeVariant{"first_dense", "--set moe.first_dense_layers=1"},
                       // Two sources 3:1 and two validation sets: the samples of each
                       // global batch depend on its index alone.
-                      MoeVariant{"mixture", "", "mix.toml", 3}),
+                      MoeVariant{"mixture", "", "mix.toml", 3},
+                      // ZeRO-1 (the world-1 reference is unsharded): sharded checkpoints
+                      // saved at (2, 2) resume at (4, 4) and (1, 1).
+                      MoeVariant{"zero1", "--set parallel.shard_optimizer=true"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {

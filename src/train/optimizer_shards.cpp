@@ -1,0 +1,120 @@
+#include "train/optimizer_shards.h"
+
+#include "util/error.h"
+
+namespace moelab {
+
+OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group)
+    : params_(params), group_(std::move(group)) {
+  const int64_t ranks = group_->size();
+  const int64_t rank = group_->rank();
+  for (const auto& [name, p] : params_) {
+    TORCH_CHECK(p.is_contiguous(), "sharded parameter '", name, "' must be contiguous");
+    Layout l;
+    l.numel = p.numel();
+    l.chunk = (l.numel + ranks - 1) / ranks;
+    l.begin = std::min(l.numel, rank * l.chunk);
+    l.offset = flat_numel_;
+    flat_numel_ += l.chunk;
+    const int64_t length = std::min(l.numel, l.begin + l.chunk) - l.begin;
+    slices_.emplace_back(name, p.detach().view(-1).narrow(0, l.begin, length));
+    layout_.push_back(l);
+    is_matrix_.push_back(p.dim() >= 2);
+  }
+}
+
+void OptimizerShards::attach_gradients() const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& grad = params_[i].second.grad();
+    torch::Tensor slice = slices_[i].second;
+    slice.mutable_grad() =
+        grad.defined() ? grad.view(-1).narrow(0, layout_[i].begin, slice.numel()) : grad;
+  }
+}
+
+void OptimizerShards::detach_gradients() const {
+  for (const auto& [name, slice] : slices_) {
+    torch::Tensor s = slice;
+    s.mutable_grad() = torch::Tensor();
+  }
+}
+
+std::vector<torch::Tensor> OptimizerShards::gather(const std::vector<torch::Tensor>& slices) const {
+  if (slices.empty()) return {};
+  const int64_t ranks = group_->size();
+  torch::Tensor flat = torch::zeros({flat_numel_}, slices[0].options());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    flat.narrow(0, layout_[i].offset, slices[i].numel()).copy_(slices[i].reshape(-1));
+  }
+  // Row q holds rank q's chunks; a parameter's elements are its column block, row by row.
+  const torch::Tensor rows = group_->all_gather(flat).view({ranks, flat_numel_});
+  std::vector<torch::Tensor> full;
+  for (const Layout& l : layout_) {
+    full.push_back(rows.narrow(1, l.offset, l.chunk).reshape(-1).narrow(0, 0, l.numel));
+  }
+  return full;
+}
+
+void OptimizerShards::gather_parameters() const {
+  if (group_->size() == 1) return;  // the slices are the parameters
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> slices;
+  for (const auto& [name, s] : slices_) slices.push_back(s);
+  const auto full = gather(slices);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i].second.detach().view(-1).copy_(full[i]);
+  }
+}
+
+TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) const {
+  TensorMap local = optimizer_state_tensors(optimizer, slices_);
+  if (group_->size() == 1) {  // each slice is its whole parameter: only the shape differs
+    for (const auto& [name, p] : params_) {
+      for (const char* field : {"exp_avg", "exp_avg_sq"}) {
+        torch::Tensor& moment = local.at(optimizer_state_name(name, field));
+        moment = moment.view(p.sizes());
+      }
+    }
+    return local;
+  }
+  TensorMap full;
+  for (const char* field : {"exp_avg", "exp_avg_sq"}) {
+    std::vector<torch::Tensor> slices;
+    for (const auto& [name, s] : slices_)
+      slices.push_back(local.at(optimizer_state_name(name, field)));
+    const auto gathered = gather(slices);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const auto& [name, p] = params_[i];
+      full[optimizer_state_name(name, field)] = gathered[i].view(p.sizes()).clone();
+    }
+  }
+  // Every slice of a parameter is stepped together, so the counts agree; an
+  // empty slice's count is as good as any.
+  for (const auto& [name, s] : slices_) {
+    full[optimizer_state_name(name, "step")] = local.at(optimizer_state_name(name, "step"));
+  }
+  return full;
+}
+
+TensorMap OptimizerShards::slice_state(const TensorMap& full) const {
+  TensorMap out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& [name, p] = params_[i];
+    for (const char* field : {"exp_avg", "exp_avg_sq"}) {
+      const auto it = full.find(optimizer_state_name(name, field));
+      if (it == full.end()) continue;  // load_optimizer_state names what is missing
+      if (it->second.sizes() != p.sizes()) {
+        throw InputError("optimizer state '" + it->first + "' has shape " +
+                         c10::str(it->second.sizes()) + " but the parameter has shape " +
+                         c10::str(p.sizes()));
+      }
+      out[it->first] =
+          it->second.reshape(-1).narrow(0, layout_[i].begin, slices_[i].second.numel());
+    }
+    const auto step = full.find(optimizer_state_name(name, "step"));
+    if (step != full.end()) out[step->first] = step->second;
+  }
+  return out;
+}
+
+}  // namespace moelab

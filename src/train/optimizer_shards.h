@@ -1,0 +1,69 @@
+// ZeRO-1 (parallel.shard_optimizer): AdamW steps only this rank's slice of each
+// parameter, so the moments of a parameter replicated on N ranks take 1/N of
+// their memory on each. The slice of rank r is a view of the parameter's
+// flattened elements [r*c, min(n, (r+1)*c)), c = ceil(n / N). Gradients are
+// averaged in full as without sharding and AdamW is element-wise, so every
+// element gets the update it would get unsharded; after the step the ranks'
+// updated slices are all-gathered back into the full parameters (one collective
+// per group). Checkpoints hold the full moments by parameter name, gathered at
+// save and sliced at load, so they resume at any layout, sharded or not.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/optimizer.h"
+
+namespace moelab {
+
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+class OptimizerShards {
+ public:
+  // `params` are replicated over `group`: each rank of it holds the same values.
+  OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group);
+
+  // This rank's slice of each parameter (a 1-D view, possibly empty), by the
+  // parameter's name, in the order of `params`.
+  const NamedParams& slices() const { return slices_; }
+  // Whether each parameter (in the same order) is a matrix: AdamW's weight
+  // decay follows the parameter's shape, not its slice's.
+  const std::vector<bool>& is_matrix() const { return is_matrix_; }
+
+  // Points each slice's gradient at its part of the parameter's (synced) gradient.
+  void attach_gradients() const;
+  // Lets go of them after the step, so the step's gradients are freed when the
+  // model's are reset rather than living through the next backward.
+  void detach_gradients() const;
+  // Collective: every rank's updated slices into the full parameters.
+  void gather_parameters() const;
+  // Collective: the full-size optimizer state of every parameter
+  // (optimizer_state_tensors' names and shapes) from the ranks' slices.
+  TensorMap gather_state(const torch::optim::AdamW& optimizer) const;
+  // This rank's slices of full-size optimizer state, for load_optimizer_state
+  // with slices().
+  TensorMap slice_state(const TensorMap& full) const;
+
+ private:
+  struct Layout {
+    int64_t numel = 0;   // of the parameter
+    int64_t chunk = 0;   // ceil(numel / group size): every rank's slice, padded
+    int64_t begin = 0;   // this rank's first element
+    int64_t offset = 0;  // of the chunk in the flat buffer of all parameters
+  };
+  // Collective: the full flattened tensors from each rank's slices (one per parameter).
+  std::vector<torch::Tensor> gather(const std::vector<torch::Tensor>& slices) const;
+
+  NamedParams params_, slices_;
+  std::vector<Layout> layout_;
+  std::vector<bool> is_matrix_;
+  int64_t flat_numel_ = 0;
+  std::shared_ptr<Communicator> group_;
+};
+
+}  // namespace moelab
