@@ -2,16 +2,13 @@
 
 #include <vector>
 
+#include "train/optimizer.h"
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
 const char* const kStateFields[] = {"exp_avg", "exp_avg_sq", "step"};
-
-std::string state_key(const std::string& param, const std::string& field) {
-  return "optim/" + param + "/" + field;
-}
 
 // Moves tensors[key] (stacked) into one entry per row: rows[i] <- row i, or
 // the whole tensor for a 0-dim one (the step count).
@@ -67,7 +64,7 @@ void join_entry(NamedTensors& tensors, const std::string& key, const std::vector
 std::vector<std::string> state_rows(const std::vector<std::string>& rows,
                                     const std::string& field) {
   std::vector<std::string> out;
-  for (const auto& row : rows) out.push_back(state_key(row, field));
+  for (const auto& row : rows) out.push_back(optimizer_state_name(row, field));
   return out;
 }
 
@@ -77,7 +74,7 @@ NamedTensors split_stacked(NamedTensors tensors, const StackedParams& stacked) {
   for (const auto& param : stacked) {
     split_entry(tensors, param.name, param.row_names);
     for (const char* field : kStateFields) {
-      split_entry(tensors, state_key(param.name, field), state_rows(param.row_names, field));
+      split_entry(tensors, optimizer_state_name(param.name, field), state_rows(param.row_names, field));
     }
   }
   return tensors;
@@ -88,7 +85,7 @@ NamedTensors join_stacked(NamedTensors tensors, const StackedParams& stacked,
   for (const auto& param : stacked) {
     join_entry(tensors, param.name, param.row_names, /*required=*/true, source);
     for (const char* field : kStateFields) {
-      join_entry(tensors, state_key(param.name, field), state_rows(param.row_names, field),
+      join_entry(tensors, optimizer_state_name(param.name, field), state_rows(param.row_names, field),
                  /*required=*/false, source);
     }
   }
