@@ -4,7 +4,8 @@
 
 namespace moelab {
 
-OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group)
+OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group,
+                                 int64_t bucket_elements)
     : params_(params), group_(std::move(group)) {
   const int64_t ranks = group_->size();
   const int64_t rank = group_->rank();
@@ -14,8 +15,11 @@ OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Comm
     l.numel = p.numel();
     l.chunk = (l.numel + ranks - 1) / ranks;
     l.begin = std::min(l.numel, rank * l.chunk);
-    l.offset = flat_numel_;
-    flat_numel_ += l.chunk;
+    if (buckets_.empty() || buckets_.back().numel + l.chunk > bucket_elements) {
+      buckets_.push_back({slices_.size(), 0});
+    }
+    l.offset = buckets_.back().numel;
+    buckets_.back().numel += l.chunk;
     const int64_t length = std::min(l.numel, l.begin + l.chunk) - l.begin;
     slices_.emplace_back(name, p.detach().view(-1).narrow(0, l.begin, length));
     layout_.push_back(l);
@@ -39,31 +43,33 @@ void OptimizerShards::detach_gradients() const {
   }
 }
 
-std::vector<torch::Tensor> OptimizerShards::gather(const std::vector<torch::Tensor>& slices) const {
-  if (slices.empty()) return {};
+void OptimizerShards::gather(const std::vector<torch::Tensor>& slices,
+                             const std::function<void(size_t, const torch::Tensor&)>& take) const {
   const int64_t ranks = group_->size();
-  torch::Tensor flat = torch::zeros({flat_numel_}, slices[0].options());
-  for (size_t i = 0; i < slices.size(); ++i) {
-    flat.narrow(0, layout_[i].offset, slices[i].numel()).copy_(slices[i].reshape(-1));
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const size_t end = b + 1 < buckets_.size() ? buckets_[b + 1].first : slices.size();
+    const int64_t numel = buckets_[b].numel;
+    torch::Tensor flat = torch::zeros({numel}, slices[0].options());
+    for (size_t i = buckets_[b].first; i < end; ++i) {
+      flat.narrow(0, layout_[i].offset, slices[i].numel()).copy_(slices[i].reshape(-1));
+    }
+    // Row q holds rank q's chunks; a parameter's elements are its column block, row by row.
+    const torch::Tensor rows = group_->all_gather(flat).view({ranks, numel});
+    for (size_t i = buckets_[b].first; i < end; ++i) {
+      const Layout& l = layout_[i];
+      take(i, rows.narrow(1, l.offset, l.chunk).reshape(-1).narrow(0, 0, l.numel));
+    }
   }
-  // Row q holds rank q's chunks; a parameter's elements are its column block, row by row.
-  const torch::Tensor rows = group_->all_gather(flat).view({ranks, flat_numel_});
-  std::vector<torch::Tensor> full;
-  for (const Layout& l : layout_) {
-    full.push_back(rows.narrow(1, l.offset, l.chunk).reshape(-1).narrow(0, 0, l.numel));
-  }
-  return full;
 }
 
 void OptimizerShards::gather_parameters() const {
-  if (group_->size() == 1) return;  // the slices are the parameters
+  if (group_->size() == 1 || params_.empty()) return;  // one rank: the slices are the parameters
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> slices;
   for (const auto& [name, s] : slices_) slices.push_back(s);
-  const auto full = gather(slices);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    params_[i].second.detach().view(-1).copy_(full[i]);
-  }
+  gather(slices, [&](size_t i, const torch::Tensor& full) {
+    params_[i].second.detach().view(-1).copy_(full);
+  });
 }
 
 TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) const {
@@ -82,11 +88,11 @@ TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) co
     std::vector<torch::Tensor> slices;
     for (const auto& [name, s] : slices_)
       slices.push_back(local.at(optimizer_state_name(name, field)));
-    const auto gathered = gather(slices);
-    for (size_t i = 0; i < params_.size(); ++i) {
+    if (slices.empty()) continue;
+    gather(slices, [&](size_t i, const torch::Tensor& gathered) {
       const auto& [name, p] = params_[i];
-      full[optimizer_state_name(name, field)] = gathered[i].view(p.sizes()).clone();
-    }
+      full[optimizer_state_name(name, field)] = gathered.view(p.sizes()).clone();
+    });
   }
   // Every slice of a parameter is stepped together, so the counts agree; an
   // empty slice's count is as good as any.

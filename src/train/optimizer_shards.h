@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,7 +27,11 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 class OptimizerShards {
  public:
   // `params` are replicated over `group`: each rank of it holds the same values.
-  OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group);
+  // Updated slices are gathered in buckets of about `bucket_elements` slice
+  // elements: the gathered buffer, group size times that, is the temporary
+  // memory a step needs beyond unsharded training.
+  OptimizerShards(const NamedParams& params, std::shared_ptr<Communicator> group,
+                  int64_t bucket_elements = int64_t{1} << 20);
 
   // This rank's slice of each parameter (a 1-D view, possibly empty), by the
   // parameter's name, in the order of `params`.
@@ -54,15 +59,22 @@ class OptimizerShards {
     int64_t numel = 0;   // of the parameter
     int64_t chunk = 0;   // ceil(numel / group size): every rank's slice, padded
     int64_t begin = 0;   // this rank's first element
-    int64_t offset = 0;  // of the chunk in the flat buffer of all parameters
+    int64_t offset = 0;  // of the chunk in its bucket's buffer
   };
-  // Collective: the full flattened tensors from each rank's slices (one per parameter).
-  std::vector<torch::Tensor> gather(const std::vector<torch::Tensor>& slices) const;
+  // Consecutive parameters whose padded slices are gathered in one collective.
+  struct Bucket {
+    size_t first = 0;   // parameter index
+    int64_t numel = 0;  // elements of the chunks it holds
+  };
+  // Collective: each parameter's full flattened tensor from every rank's
+  // slices, handed to `take` with its index, a bucket at a time.
+  void gather(const std::vector<torch::Tensor>& slices,
+              const std::function<void(size_t, const torch::Tensor&)>& take) const;
 
   NamedParams params_, slices_;
   std::vector<Layout> layout_;
+  std::vector<Bucket> buckets_;
   std::vector<bool> is_matrix_;
-  int64_t flat_numel_ = 0;
   std::shared_ptr<Communicator> group_;
 };
 

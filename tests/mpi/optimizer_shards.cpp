@@ -65,11 +65,15 @@ void expect_equal(const NamedParams& a, const NamedParams& b) {
   }
 }
 
-TEST(OptimizerShards, StepsLikeUnshardedAdamWAndSavesItsState) {
+// One bucket for all parameters, and buckets of at most 8 slice elements (each
+// parameter one or more buckets of its own).
+class OptimizerShardsTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamWAndSavesItsState) {
   const NamedParams reference = make_params();
   auto adamw = make_adamw(reference, test_config());
   const NamedParams params = clone(reference);
-  const OptimizerShards shards(params, world());
+  const OptimizerShards shards(params, world(), GetParam());
   auto optimizer = sharded_adamw(shards);
   for (int step = 0; step < 3; ++step) {
     set_gradients(reference, step);
@@ -85,6 +89,8 @@ TEST(OptimizerShards, StepsLikeUnshardedAdamWAndSavesItsState) {
     EXPECT_TRUE(torch::allclose(full.at(key), t, 1e-6, 1e-9)) << key;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Buckets, OptimizerShardsTest, ::testing::Values(1 << 20, 8));
 
 TEST(OptimizerShards, ResumesFromAFullSizeStateAtAnyShardCount) {
   // Unsharded for two steps, "checkpointed", then continued sharded and unsharded.
