@@ -105,11 +105,7 @@ std::vector<std::vector<uint32_t>> TiktokenEncoder::encode_documents(
   std::vector<std::vector<uint32_t>> encoded;
   encoded.reserve(texts.size());
   for (const std::string& text : texts) {
-    size_t bad = 0;
-    if (!is_valid_utf8(text, &bad)) {
-      throw InputError(origin_ + ": text to encode is not valid UTF-8 at byte " +
-                       std::to_string(bad));
-    }
+    require_valid_utf8(text, origin_);
     std::vector<uint32_t> ids;
     matcher.split(text, [&](std::string_view piece) {
       append_word_ids(piece, words, ids,

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "util/error.h"
+
 namespace moelab {
 
 namespace {
@@ -49,6 +51,13 @@ bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
     i += length;
   }
   return true;
+}
+
+void require_valid_utf8(std::string_view text, const std::string& origin) {
+  size_t bad = 0;
+  if (!is_valid_utf8(text, &bad)) {
+    throw InputError(origin + ": text to encode is not valid UTF-8 at byte " + std::to_string(bad));
+  }
 }
 
 }  // namespace moelab

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace moelab {
@@ -11,6 +12,10 @@ namespace moelab {
 // points above U+10FFFF). On failure `bad_offset` (if given) receives the byte
 // offset of the first invalid sequence.
 bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
+
+// InputError "<origin>: text to encode is not valid UTF-8 at byte N" unless
+// `text` is valid: what the encoders say before touching it.
+void require_valid_utf8(std::string_view text, const std::string& origin);
 
 // Length of the valid UTF-8 sequence starting at text[i] (1 to 4), or 0 when
 // the bytes there are not one.
