@@ -158,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 void load_tensors(Transformer& model, const std::map<std::string, torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
-  for (auto& p : model->named_parameters()) p.value().copy_(tensors.at(p.key()));
+  for (auto& p : model->named_weights()) p.value().copy_(tensors.at(p.key()));
 }
 
 struct ImportCase {

@@ -227,8 +227,10 @@ class SlurmCluster : public StudyEndToEnd {
     while (std::chrono::steady_clock::now() < deadline) {
       state.clear();
       run("scontrol show job " + job + " | grep -o 'JobState=[A-Z_]*'", &state);
+      // COMPLETING: the job's processes ended, Slurm has not yet recorded how.
       if (state.find("PENDING") == std::string::npos &&
           state.find("RUNNING") == std::string::npos &&
+          state.find("COMPLETING") == std::string::npos &&
           state.find("JobState=") != std::string::npos) {
         break;
       }
