@@ -49,7 +49,8 @@ void OptimizerShards::gather(const std::vector<torch::Tensor>& slices,
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const size_t end = b + 1 < buckets_.size() ? buckets_[b + 1].first : slices.size();
     const int64_t numel = buckets_[b].numel;
-    torch::Tensor flat = torch::zeros({numel}, slices[0].options());
+    // Padding lies past every parameter's last element, so it may hold anything.
+    torch::Tensor flat = torch::empty({numel}, slices[0].options());
     for (size_t i = buckets_[b].first; i < end; ++i) {
       flat.narrow(0, layout_[i].offset, slices[i].numel()).copy_(slices[i].reshape(-1));
     }

@@ -12,17 +12,7 @@
 namespace moelab {
 namespace {
 
-// A dispatcher stand-in that only says which experts this "rank" holds.
-class HoldsExperts : public TokenDispatcher {
- public:
-  explicit HoldsExperts(std::vector<int64_t> ids) : ids_(std::move(ids)) {}
-  DispatchedTokens dispatch(const torch::Tensor&, const torch::Tensor&) override { return {}; }
-  torch::Tensor combine(const torch::Tensor&) override { return {}; }
-  std::vector<int64_t> local_expert_ids() const override { return ids_; }
-
- private:
-  std::vector<int64_t> ids_;
-};
+using testing::HoldsExperts;
 
 TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
   const Config cfg = testing::tiny_config(true);

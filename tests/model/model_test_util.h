@@ -9,8 +9,22 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/token_dispatcher.h"
 
 namespace moelab::testing {
+
+// A dispatcher stand-in that only says which experts this "rank" holds, as a
+// rank of an expert-parallel group does.
+class HoldsExperts : public TokenDispatcher {
+ public:
+  explicit HoldsExperts(std::vector<int64_t> ids) : ids_(std::move(ids)) {}
+  DispatchedTokens dispatch(const torch::Tensor&, const torch::Tensor&) override { return {}; }
+  torch::Tensor combine(const torch::Tensor&) override { return {}; }
+  std::vector<int64_t> local_expert_ids() const override { return ids_; }
+
+ private:
+  std::vector<int64_t> ids_;
+};
 
 // A model small enough for double-precision gradient checks.
 inline Config tiny_config(bool moe) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/model_test_util.h"
 #include "model/transformer.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -12,33 +13,7 @@
 namespace moelab {
 namespace {
 
-// Holds only some experts, as a rank of an expert-parallel group does.
-class HoldsExperts : public TokenDispatcher {
- public:
-  explicit HoldsExperts(std::vector<int64_t> ids) : ids_(std::move(ids)) {}
-  DispatchedTokens dispatch(const torch::Tensor&, const torch::Tensor&) override { return {}; }
-  torch::Tensor combine(const torch::Tensor&) override { return {}; }
-  std::vector<int64_t> local_expert_ids() const override { return ids_; }
-
- private:
-  std::vector<int64_t> ids_;
-};
-
-Config moe_config() {
-  Config cfg;
-  cfg.model.vocab_size = 37;
-  cfg.model.d_model = 16;
-  cfg.model.n_layers = 2;
-  cfg.model.n_heads = 4;
-  cfg.model.n_kv_heads = 2;
-  cfg.model.seq_len = 8;
-  cfg.train.precision = "fp32";
-  cfg.moe.enabled = true;
-  cfg.moe.num_experts = 4;
-  cfg.moe.top_k = 2;
-  cfg.moe.d_expert = 12;
-  return cfg;
-}
+using testing::HoldsExperts;
 
 NamedParams params_of(const Transformer& model) {
   NamedParams out;
@@ -97,7 +72,7 @@ void expect_round_trip(Transformer& model, const NamedTensors& saved) {
 }
 
 TEST(StackedTensors, PerExpertCheckpointLoadsIntoTheStacksAndSavesBitwise) {
-  const Config cfg = moe_config();
+  const Config cfg = testing::tiny_config(true);
   Transformer model(cfg);
   // One stacked parameter per projection and layer, not one per expert.
   int64_t expert_params = 0;
@@ -107,7 +82,7 @@ TEST(StackedTensors, PerExpertCheckpointLoadsIntoTheStacksAndSavesBitwise) {
 }
 
 TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
-  const Config cfg = moe_config();
+  const Config cfg = testing::tiny_config(true);
   Transformer full(cfg);
   MoeContext odd_rank;
   odd_rank.make_dispatcher = [](int64_t) {
@@ -125,7 +100,7 @@ TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
 }
 
 TEST(StackedTensors, HeterogeneousWidthsRoundTripThroughOneStackPerWidth) {
-  Config cfg = moe_config();
+  Config cfg = testing::tiny_config(true);
   cfg.moe.expert_widths = {8, 16, 8, 16};
   Transformer model(cfg);
   int64_t expert_params = 0;
@@ -135,7 +110,7 @@ TEST(StackedTensors, HeterogeneousWidthsRoundTripThroughOneStackPerWidth) {
 }
 
 TEST(StackedTensors, JoinNamesTheMissingExpertTensor) {
-  const Config cfg = moe_config();
+  const Config cfg = testing::tiny_config(true);
   Transformer model(cfg);
   NamedTensors saved = per_expert_checkpoint(model);
   saved.erase("layers.1.moe.experts.2.w3");
@@ -150,7 +125,7 @@ TEST(StackedTensors, JoinNamesTheMissingExpertTensor) {
 }
 
 TEST(StackedTensors, JoinRefusesExpertsAtDifferentSteps) {
-  const Config cfg = moe_config();
+  const Config cfg = testing::tiny_config(true);
   Transformer model(cfg);
   NamedTensors saved = per_expert_checkpoint(model);
   saved["optim/layers.0.moe.experts.3.w2/step"] = torch::tensor(int64_t{4});
@@ -158,7 +133,7 @@ TEST(StackedTensors, JoinRefusesExpertsAtDifferentSteps) {
 }
 
 TEST(StackedTensors, WeightsOnlyCheckpointsJoinWithoutOptimizerState) {
-  const Config cfg = moe_config();
+  const Config cfg = testing::tiny_config(true);
   Transformer model(cfg);
   NamedTensors weights;
   for (const auto& w : model->named_weights()) weights[w.key()] = w.value().detach().clone();
