@@ -5,7 +5,6 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -17,14 +16,9 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/mpi_session.h"
+#include "util/stopwatch.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Tokenizer alone, this process only: the ceiling for prep's encode stage.
 double encode_only_mb_per_s(const std::string& text_file, const std::string& model) {
@@ -37,10 +31,10 @@ double encode_only_mb_per_s(const std::string& text_file, const std::string& mod
     bytes += static_cast<int64_t>(doc.text.size());
     documents.push_back(doc.text);
   }
-  const auto start = Clock::now();
+  const moelab::Stopwatch watch;
   int64_t tokens = 0;
   for (const auto& document : tokenizer.encode_documents(documents)) tokens += document.size();
-  const double elapsed = seconds_since(start);
+  const double elapsed = watch.seconds();
   std::cout << "encode only: " << documents.size() << " docs, " << tokens << " tokens\n";
   return bytes / 1e6 / elapsed;
 }
@@ -71,9 +65,9 @@ int main(int argc, char** argv) {
     options.out_dir = out.string();
     options.tokenizer_model = model;
     options.force = true;
-    const auto start = Clock::now();
+    const moelab::Stopwatch prep_watch;
     const moelab::PrepSummary summary = moelab::run_prep(options);
-    const double prep_seconds = seconds_since(start);
+    const double prep_seconds = prep_watch.seconds();
     if (!root) return 0;
     const double mb = summary.input_bytes / 1e6;
     std::cout << "prep (" << moelab::MpiSession::size() << " rank(s), 1 thread each): " << mb
@@ -81,9 +75,9 @@ int main(int argc, char** argv) {
     std::cout << "encode only (1 thread): " << encode_only_mb_per_s(text_file, model) << " MB/s\n";
 
     moelab::BatchLoader loader(out.string(), "train", seq_len, batch, 0, 1, 0, 4);
-    const auto load_start = Clock::now();
+    const moelab::Stopwatch load_watch;
     for (int64_t b = 0; b < batches; ++b) loader.next();
-    const double load_seconds = seconds_since(load_start);
+    const double load_seconds = load_watch.seconds();
     std::cout << "loader: " << batches << " batches of " << batch << "x" << seq_len + 1 << " = "
               << batches * batch * seq_len / load_seconds << " tokens/s\n";
     std::filesystem::remove_all(out);

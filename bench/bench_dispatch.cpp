@@ -7,15 +7,16 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "comm/process_groups.h"
 #include "model/all_to_all_dispatcher.h"
+#include "model/phase_timer.h"
 #include "util/allocator.h"
 #include "util/error.h"
 #include "util/mpi_session.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 namespace {
@@ -29,12 +30,6 @@ struct Options {
   int iterations = 100;
   std::string dtype = "bf16";  // what the MoE layer exchanges: its compute dtype
 };
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // The slowest rank's value: the one that sets the pace of a collective step.
 double slowest(Communicator& world, double value) {
@@ -74,21 +69,24 @@ void run(const Options& options) {
   // then cover the timed passes only.
   const auto mean_ms = [&](const auto& pass) {
     for (int i = 0; i < 10; ++i) pass();
-    dispatcher.reset_timings();
+    PhaseTimer::reset();
     world.barrier();
-    const double start = now_ms();
+    Stopwatch watch;
     for (int i = 0; i < options.iterations; ++i) pass();
-    return slowest(world, (now_ms() - start) / options.iterations);
+    return slowest(world, watch.peek() / options.iterations);
   };
 
+  // The breakdown is the forward passes' (backward runs in autograd nodes).
+  PhaseTimer::enable(true);
   const double forward_ms = mean_ms(forward);
-  const DispatchTimings timings = dispatcher.timings();
-  const double n = static_cast<double>(timings.calls);
+  PhaseTimer::enable(false);
+  const auto phase_ms = [&](Phase phase) {
+    return slowest(world, 1e3 * PhaseTimer::seconds(phase) / options.iterations);
+  };
+  const double permute = phase_ms(Phase::kPermute);
+  const double exchange = phase_ms(Phase::kExchange);
+  const double unpermute = phase_ms(Phase::kUnpermute);
   const double train_ms = mean_ms(forward_backward);
-
-  const double permute = slowest(world, timings.permute_ms / n);
-  const double exchange = slowest(world, timings.exchange_ms / n);
-  const double unpermute = slowest(world, timings.unpermute_ms / n);
   if (world.rank() == 0) {
     std::printf("layout: %s\n", groups.layout().c_str());
     std::printf("tokens per rank %lld (global %lld), d %lld, E %lld, top-%lld, %s, threads %d\n",

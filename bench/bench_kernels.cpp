@@ -10,7 +10,6 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <functional>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include "kernels/swiglu.h"
 #include "model/rope.h"
 #include "util/allocator.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 namespace {
@@ -27,11 +27,9 @@ namespace {
 // Milliseconds per forward + backward, after one warm-up call.
 double time_ms(const std::function<torch::Tensor()>& forward, const torch::Tensor& grad, int reps) {
   forward().backward(grad);
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch watch;
   for (int i = 0; i < reps; ++i) forward().backward(grad);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-             .count() /
-         reps;
+  return watch.peek() / reps;
 }
 
 void row(const std::string& name, c10::ScalarType dtype, double fused, double reference) {

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "train/tensorboard_log.h"
+#include "util/stopwatch.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -39,23 +39,21 @@ int main(int argc, char** argv) {
   }
   const auto scratch = std::filesystem::temp_directory_path() / "moelab_bench_logging";
   std::filesystem::remove_all(scratch);
-  const auto start = std::chrono::steady_clock::now();
+  const moelab::Stopwatch watch;
   {
     moelab::TensorBoardLog log(scratch.string(), -1);
     for (int r = 0; r < repeats; ++r) {
       for (const auto& record : records) log.write_metrics(record);
     }
   }
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
-                                                              start)
-                        .count() /
-                    double(repeats * records.size());
+  const double us = 1e3 * watch.peek() / double(repeats * records.size());
   std::nth_element(step_ms.begin(), step_ms.begin() + step_ms.size() / 2, step_ms.end());
   const double median_ms = step_ms[step_ms.size() / 2];
-  fmt::print("{} values per record: {:.1f} us per TensorBoard write; median step {:.1f} ms: "
-             "{:.3f}% of a step when every step is logged\n",
-             moelab::summary_values(records.front()).size(), us, median_ms,
-             100.0 * us / 1000.0 / median_ms);
+  fmt::print(
+      "{} values per record: {:.1f} us per TensorBoard write; median step {:.1f} ms: "
+      "{:.3f}% of a step when every step is logged\n",
+      moelab::summary_values(records.front()).size(), us, median_ms,
+      100.0 * us / 1000.0 / median_ms);
   std::filesystem::remove_all(scratch);
   return 0;
 }

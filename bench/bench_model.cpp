@@ -19,7 +19,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -32,21 +31,16 @@
 #include "train/optimizer.h"
 #include "util/allocator.h"
 #include "util/memory.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Shape {
   int64_t experts = 0;  // 0 = dense
   int64_t top_k = 2;
   int64_t ffn = 1024;  // dense d_ff, or the width of one expert
 };
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 Config bench_config(const Shape& shape, const std::string& precision) {
   Config cfg;  // defaults are the reference: d 256, 4 layers, 4 heads, vocab 4096, seq 256
@@ -126,22 +120,19 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
     optimizer->zero_grad();
     PhaseTimer::enable(timed);
     double part[4];
-    auto t0 = Clock::now();
+    Stopwatch watch;
     const auto out = model->forward(input, targets);  // the head's phase holds the fused loss
     wait();
-    part[0] = seconds_since(t0);
-    t0 = Clock::now();
+    part[0] = watch.lap() / 1e3;
     const auto loss = out.lm_loss + out.aux_loss + out.z_loss;
     wait();
-    part[1] = seconds_since(t0);
-    t0 = Clock::now();
+    part[1] = watch.lap() / 1e3;
     loss.backward();
     wait();
-    part[2] = seconds_since(t0);
-    t0 = Clock::now();
+    part[2] = watch.lap() / 1e3;
     optimizer->step();
     wait();
-    part[3] = seconds_since(t0);
+    part[3] = watch.lap() / 1e3;
     PhaseTimer::enable(false);
     if (timed) {
       for (int i = 0; i < 4; ++i) seconds[i] += part[i];

@@ -5,7 +5,6 @@
 //                   [--repeats N] [--docs-out JSON] [--ids-out JSON]
 // Prints one "seconds <s>" line per repeat and "bytes <n>".
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,10 +12,10 @@
 #include "data/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/stopwatch.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kBlockDocs = 2048;  // prep's default --block-docs
 
 std::vector<std::string> read_documents(const std::string& text_file, int64_t* bytes) {
@@ -66,10 +65,9 @@ int main(int argc, char** argv) {
     }
     std::vector<std::vector<uint32_t>> ids;
     for (int r = 0; r < repeats; ++r) {
-      const auto start = Clock::now();
+      const moelab::Stopwatch watch;
       ids = encode_in_blocks(tokenizer, documents);
-      std::cout << "seconds " << std::chrono::duration<double>(Clock::now() - start).count()
-                << "\n";
+      std::cout << "seconds " << watch.seconds() << "\n";
     }
     std::cout << "bytes " << bytes << "\n";
     if (!ids_out.empty()) moelab::write_file_atomically(ids_out, nlohmann::json(ids).dump());

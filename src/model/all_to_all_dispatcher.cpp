@@ -5,7 +5,7 @@
 
 #include "comm/all_to_all.h"
 #include "comm/expert_placement.h"
-#include "util/stopwatch.h"
+#include "model/phase_timer.h"
 
 namespace moelab {
 namespace {
@@ -75,8 +75,26 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
         "AllToAllDispatcher::dispatch: expects hidden [T, d] and int64 "
         "expert_ids [T, k] with the same T");
   }
-  Stopwatch watch;
   auto routing = std::make_unique<Routing>();
+  const torch::Tensor send = sort_for_sending(hidden, expert_ids, *routing);
+  if (group_->size() == 1) {
+    // A group of one holds every expert: the sorted rows already are the batches.
+    routing->recv_rows = routing->send_rows;
+    std::vector<int64_t> counts = routing->sorted.counts;
+    routing_ = std::move(routing);
+    return {send, std::move(counts)};
+  }
+  std::vector<int64_t> recv_counts;
+  const torch::Tensor received = exchange_rows(send, *routing, recv_counts);
+  DispatchedTokens out = regroup_by_expert(received, recv_counts, *routing);
+  routing_ = std::move(routing);
+  return out;
+}
+
+torch::Tensor AllToAllDispatcher::sort_for_sending(const torch::Tensor& hidden,
+                                                   const torch::Tensor& expert_ids,
+                                                   Routing& routing) {
+  PhaseScope phase(Phase::kPermute);
   torch::Tensor slots = expert_ids;
   if (!identity_slots_) {
     if (slot_of_.device() != expert_ids.device()) slot_of_ = slot_of_.to(expert_ids.device());
@@ -86,29 +104,28 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
         expert_ids < 0, expert_ids,
         slot_of_.index_select(0, expert_ids.clamp(0, num_experts_).flatten()).view_as(expert_ids));
   }
-  routing->sorted = sort_assignments(slots, num_experts_);
-  const std::vector<int64_t>& send_counts = routing->sorted.counts;
-  const torch::Tensor send = gather_assignments(hidden, routing->sorted);
-  routing->send_rows = block_sums(send_counts, local_experts_);
-  timings_.permute_ms += watch.lap();
+  routing.sorted = sort_assignments(slots, num_experts_);
+  routing.send_rows = block_sums(routing.sorted.counts, local_experts_);
+  return gather_assignments(hidden, routing.sorted);
+}
 
-  if (group_->size() == 1) {
-    // A group of one holds every expert: the sorted rows already are the batches.
-    routing->recv_rows = routing->send_rows;
-    routing_ = std::move(routing);
-    return {send, send_counts};
-  }
-
+torch::Tensor AllToAllDispatcher::exchange_rows(const torch::Tensor& send, Routing& routing,
+                                                std::vector<int64_t>& recv_counts) {
+  PhaseScope phase(Phase::kExchange);
   // recv_counts[src * local_experts + e]: rows source rank src sends for local expert e.
   const torch::Tensor recv_count_tensor = group_->all_to_all_v(
-      torch::tensor(send_counts, torch::kLong).view({num_experts_, 1}).to(hidden.device()),
+      torch::tensor(routing.sorted.counts, torch::kLong).view({num_experts_, 1}).to(send.device()),
       std::vector<int64_t>(group_->size(), local_experts_),
       std::vector<int64_t>(group_->size(), local_experts_));
-  const std::vector<int64_t> recv_counts = to_vector(recv_count_tensor);
-  routing->recv_rows = block_sums(recv_counts, local_experts_);
-  const torch::Tensor received = all_to_all_v(send, group_, routing->send_rows, routing->recv_rows);
-  timings_.exchange_ms += watch.lap();
+  recv_counts = to_vector(recv_count_tensor);
+  routing.recv_rows = block_sums(recv_counts, local_experts_);
+  return all_to_all_v(send, group_, routing.send_rows, routing.recv_rows);
+}
 
+DispatchedTokens AllToAllDispatcher::regroup_by_expert(const torch::Tensor& received,
+                                                       const std::vector<int64_t>& recv_counts,
+                                                       Routing& routing) const {
+  PhaseScope phase(Phase::kPermute);
   // Rows arrive as (source, expert) blocks; the experts want (expert, source).
   const int64_t ep = group_->size();
   const torch::Tensor block_key =
@@ -116,16 +133,14 @@ DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
       torch::arange(ep, torch::kLong).view({-1, 1});
   const torch::Tensor row_key =
       torch::repeat_interleave(block_key.reshape({-1}), torch::tensor(recv_counts, torch::kLong));
-  routing->regroup =
-      std::get<1>(torch::sort(row_key, /*stable=*/true, 0, false)).to(hidden.device());
-  routing->ungroup = inverse_permutation(routing->regroup);
+  routing.regroup =
+      std::get<1>(torch::sort(row_key, /*stable=*/true, 0, false)).to(received.device());
+  routing.ungroup = inverse_permutation(routing.regroup);
 
   DispatchedTokens out;
-  out.tokens = permute_rows(received, routing->regroup, routing->ungroup);
+  out.tokens = permute_rows(received, routing.regroup, routing.ungroup);
   out.counts.assign(local_experts_, 0);
   for (size_t i = 0; i < recv_counts.size(); ++i) out.counts[i % local_experts_] += recv_counts[i];
-  routing_ = std::move(routing);
-  timings_.permute_ms += watch.lap();
   return out;
 }
 
@@ -138,19 +153,18 @@ torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
     throw std::invalid_argument("AllToAllDispatcher::combine: expects [" +
                                 std::to_string(received) + ", d] rows in dispatch order");
   }
-  Stopwatch watch;
   torch::Tensor returned = expert_out;
   if (group_->size() > 1) {
-    const torch::Tensor by_source = permute_rows(expert_out, routing->ungroup, routing->regroup);
-    timings_.unpermute_ms += watch.lap();
+    torch::Tensor by_source;
+    {
+      PhaseScope phase(Phase::kUnpermute);
+      by_source = permute_rows(expert_out, routing->ungroup, routing->regroup);
+    }
+    PhaseScope phase(Phase::kExchange);
     returned = all_to_all_v(by_source, group_, routing->recv_rows, routing->send_rows);
-    timings_.exchange_ms += watch.lap();
   }
-
-  torch::Tensor out = scatter_assignments(returned, routing->sorted);
-  timings_.unpermute_ms += watch.lap();
-  ++timings_.calls;
-  return out;
+  PhaseScope phase(Phase::kUnpermute);
+  return scatter_assignments(returned, routing->sorted);
 }
 
 }  // namespace moelab

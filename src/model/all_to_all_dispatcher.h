@@ -7,6 +7,8 @@
 // combine: the exact reverse, then un-permute to [T, k, d] with zeros for
 // dropped (-1) assignments. Both exchanges are differentiable (AllToAllV).
 // A group of one skips the exchanges: dispatch is then a local permutation.
+// Each phase is a PhaseScope (permute, exchange, unpermute) that the benchmarks
+// time and profiler traces show.
 #pragma once
 
 #include <memory>
@@ -16,15 +18,6 @@
 #include "model/token_permutation.h"
 
 namespace moelab {
-
-// Host wall time spent in each phase, summed over calls (forward only). On
-// CUDA the exchanges synchronise, so local phases may be under-counted.
-struct DispatchTimings {
-  double permute_ms = 0;    // dispatch: sort, gather, regroup
-  double exchange_ms = 0;   // both directions: counts and rows
-  double unpermute_ms = 0;  // combine: undo regroup, scatter back to [T, k, d]
-  int64_t calls = 0;        // dispatch + combine pairs
-};
 
 class AllToAllDispatcher : public TokenDispatcher {
  public:
@@ -40,9 +33,6 @@ class AllToAllDispatcher : public TokenDispatcher {
   torch::Tensor combine(const torch::Tensor& expert_out) override;
   std::vector<int64_t> local_expert_ids() const override;
 
-  const DispatchTimings& timings() const { return timings_; }
-  void reset_timings() { timings_ = DispatchTimings(); }
-
  private:
   // What combine() needs from the dispatch before it.
   struct Routing {
@@ -50,6 +40,17 @@ class AllToAllDispatcher : public TokenDispatcher {
     torch::Tensor regroup, ungroup;             // received rows to expert order and back (ep > 1)
     std::vector<int64_t> send_rows, recv_rows;  // per EP rank
   };
+
+  // The phases of dispatch, each timed as its Phase (model/phase_timer.h).
+  // Assignments sorted by destination slot: the rows to send.
+  torch::Tensor sort_for_sending(const torch::Tensor& hidden, const torch::Tensor& expert_ids,
+                                 Routing& routing);
+  // Counts, then rows, with every rank of the group; fills recv_counts.
+  torch::Tensor exchange_rows(const torch::Tensor& send, Routing& routing,
+                              std::vector<int64_t>& recv_counts);
+  DispatchedTokens regroup_by_expert(const torch::Tensor& received,
+                                     const std::vector<int64_t>& recv_counts,
+                                     Routing& routing) const;
 
   std::shared_ptr<Communicator> group_;
   std::vector<std::vector<int64_t>> placement_;
@@ -61,7 +62,6 @@ class AllToAllDispatcher : public TokenDispatcher {
   torch::Tensor slot_of_;
   bool identity_slots_ = false;
   std::unique_ptr<Routing> routing_;
-  DispatchTimings timings_;
 };
 
 }  // namespace moelab

@@ -1,5 +1,7 @@
 #include "model/phase_timer.h"
 
+#include <array>
+
 namespace moelab {
 namespace {
 
@@ -10,8 +12,9 @@ std::array<double, kNumPhases> g_seconds{};
 }  // namespace
 
 const char* phase_name(Phase phase) {
-  static const char* names[kNumPhases] = {"embedding", "norm",    "attention", "dense_ffn", "route",
-                                          "dispatch",  "experts", "combine",   "head"};
+  static const char* names[kNumPhases] = {"embedding", "norm",     "attention", "dense_ffn",
+                                          "route",     "dispatch", "experts",   "combine",
+                                          "head",      "permute",  "exchange",  "unpermute"};
   return names[static_cast<size_t>(phase)];
 }
 
@@ -31,14 +34,11 @@ void PhaseTimer::add(Phase phase, double seconds) {
   g_seconds[static_cast<size_t>(phase)] += seconds;
 }
 
-PhaseScope::PhaseScope(Phase phase) : range_(phase_name(phase)), phase_(phase), active_(g_enabled) {
-  if (active_) start_ = std::chrono::steady_clock::now();
-}
+PhaseScope::PhaseScope(Phase phase)
+    : range_(phase_name(phase)), phase_(phase), active_(g_enabled) {}
 
 PhaseScope::~PhaseScope() {
-  if (!active_) return;
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
-  PhaseTimer::add(phase_, elapsed.count());
+  if (active_) PhaseTimer::add(phase_, watch_.seconds());
 }
 
 }  // namespace moelab

@@ -1,12 +1,11 @@
-// Wall-clock time per forward phase, for the benchmark's breakdown, and a range
+// Wall-clock time per forward phase, for the benchmarks' breakdowns, and a range
 // per phase in profiler traces. The timing is off by default (then a PhaseScope
-// costs two branches). On the CPU every op finishes
-// before the next starts, so wall time per scope is the phase's cost.
+// costs two branches). On the CPU every op finishes before the next starts, so
+// wall time per scope is the phase's cost; on CUDA the exchanges synchronise, so
+// the local phases before them may be under-counted.
 #pragma once
 
-#include <array>
-#include <chrono>
-
+#include "util/stopwatch.h"
 #include "util/trace_scope.h"
 
 namespace moelab {
@@ -21,6 +20,10 @@ enum class Phase {
   kExperts,
   kCombine,
   kHead,
+  // Inside kDispatch and kCombine, from the all-to-all dispatcher:
+  kPermute,    // dispatch: sort, gather, regroup
+  kExchange,   // both directions: counts and rows
+  kUnpermute,  // combine: undo the regroup, scatter back to [T, k, d]
   kCount
 };
 
@@ -46,7 +49,7 @@ class PhaseScope {
   TraceScope range_;
   Phase phase_;
   bool active_;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch watch_;
 };
 
 }  // namespace moelab

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -19,19 +18,12 @@
 #include "study/train_command.h"
 #include "util/error.h"
 #include "util/mpi_session.h"
+#include "util/stopwatch.h"
 
 extern char** environ;
 
 namespace moelab {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Running {
-  size_t index;  // into plan.runs
-  size_t slot;   // into the slots of run_slots
-  Clock::time_point started;
-};
 
 bool trains_on_cuda(const StudyPlan& plan) {
   for (const auto& run : plan.runs) {
@@ -135,81 +127,125 @@ std::string describe_exit(int status) {
   return "status " + std::to_string(status);
 }
 
-}  // namespace
-
-std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t parallel,
-                                               const std::string& binary,
-                                               const std::vector<std::string>& gpus) {
-  namespace fs = std::filesystem;
-  const auto env = child_environment(plan.threads);
-  const auto slots = run_slots(plan, parallel, gpus);
-  std::vector<size_t> free_slots;
-  for (size_t s = slots.size(); s-- > 0;) free_slots.push_back(s);
-  std::vector<LocalRunOutcome> outcomes(plan.runs.size());
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < plan.runs.size(); ++i) {
-    const PlannedRun& run = plan.runs[i];
-    outcomes[i].variant = run.variant;
-    outcomes[i].seed = run.seed;
-    if (fs::exists(run.dir + "/DONE")) {
-      spdlog::info("{} seed {}: already done, skipped", run.variant, run.seed);
-    } else {
-      pending.push_back(i);
-    }
+// Runs a plan's runs as child processes, one per free slot, and records how
+// each ended.
+class LocalStudyRunner {
+ public:
+  LocalStudyRunner(const StudyPlan& plan, std::string binary, std::vector<std::string> slots)
+      : plan_(plan),
+        binary_(std::move(binary)),
+        env_(child_environment(plan.threads)),
+        slots_(std::move(slots)),
+        outcomes_(plan.runs.size()) {
+    for (size_t s = slots_.size(); s-- > 0;) free_slots_.push_back(s);
   }
-  const size_t total = pending.size();
-  size_t next = 0;
-  std::map<pid_t, Running> running;
-  while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && !free_slots.empty()) {
-      const size_t i = pending[next++];
-      const PlannedRun& run = plan.runs[i];
-      const std::string log = run.dir + "/train.log";
-      const auto argv = train_command(run, plan.ranks, binary);
-      const size_t slot = free_slots.back();
-      const auto run_env =
-          slots[slot].empty() ? env : with_variable(env, "CUDA_VISIBLE_DEVICES", slots[slot]);
-      spdlog::info("[{}/{}] {} seed {}: started ({}{}), log {}", next, total, run.variant, run.seed,
-                   slots[slot].empty() ? "" : "CUDA_VISIBLE_DEVICES=" + slots[slot] + " ",
-                   shell_join(argv), log);
-      try {
-        running[spawn_run(argv, run_env, log)] = Running{i, slot, Clock::now()};
-        free_slots.pop_back();
-      } catch (const std::exception& e) {
-        outcomes[i].status = LocalRunOutcome::Status::kFailed;
-        outcomes[i].detail = e.what();
-        spdlog::error("{} seed {}: {}", run.variant, run.seed, e.what());
+
+  std::vector<LocalRunOutcome> run_all() {
+    const std::vector<size_t> pending = runs_to_do();
+    size_t next = 0;
+    while (next < pending.size() || !running_.empty()) {
+      while (next < pending.size() && !free_slots_.empty()) {
+        start(pending[next], next + 1, pending.size());
+        ++next;
+      }
+      if (!running_.empty()) wait_for_one();
+    }
+    return outcomes_;
+  }
+
+ private:
+  struct Running {
+    size_t index;  // into plan.runs
+    size_t slot;   // into slots_
+    Stopwatch started;
+  };
+
+  // The runs without a DONE file, in plan order.
+  std::vector<size_t> runs_to_do() {
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < plan_.runs.size(); ++i) {
+      const PlannedRun& run = plan_.runs[i];
+      outcomes_[i].variant = run.variant;
+      outcomes_[i].seed = run.seed;
+      if (std::filesystem::exists(run.dir + "/DONE")) {
+        spdlog::info("{} seed {}: already done, skipped", run.variant, run.seed);
+      } else {
+        pending.push_back(i);
       }
     }
-    if (running.empty()) continue;
+    return pending;
+  }
+
+  // Starts run i (the n-th of total) in the last free slot.
+  void start(size_t i, size_t n, size_t total) {
+    const PlannedRun& run = plan_.runs[i];
+    const std::string log = run.dir + "/train.log";
+    const auto argv = train_command(run, plan_.ranks, binary_);
+    const size_t slot = free_slots_.back();
+    const std::string& devices = slots_[slot];
+    const auto run_env =
+        devices.empty() ? env_ : with_variable(env_, "CUDA_VISIBLE_DEVICES", devices);
+    spdlog::info("[{}/{}] {} seed {}: started ({}{}), log {}", n, total, run.variant, run.seed,
+                 devices.empty() ? "" : "CUDA_VISIBLE_DEVICES=" + devices + " ", shell_join(argv),
+                 log);
+    try {
+      running_[spawn_run(argv, run_env, log)] = Running{i, slot, Stopwatch()};
+      free_slots_.pop_back();
+    } catch (const std::exception& e) {
+      outcomes_[i].status = LocalRunOutcome::Status::kFailed;
+      outcomes_[i].detail = e.what();
+      spdlog::error("{} seed {}: {}", run.variant, run.seed, e.what());
+    }
+  }
+
+  // Waits for one of the running children to end and records its outcome.
+  void wait_for_one() {
     int status = 0;
     pid_t pid = 0;
     do {
       pid = waitpid(-1, &status, 0);
     } while (pid < 0 && errno == EINTR);
-    auto it = running.find(pid);
-    if (pid < 0 || it == running.end()) continue;  // not one of ours
-    const size_t i = it->second.index;
-    free_slots.push_back(it->second.slot);
-    const double seconds = std::chrono::duration<double>(Clock::now() - it->second.started).count();
-    running.erase(it);
-    const PlannedRun& run = plan.runs[i];
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(run.dir + "/DONE");
-    if (ok) {
-      outcomes[i].status = LocalRunOutcome::Status::kFinished;
-      spdlog::info("{} seed {}: finished in {:.1f} s", run.variant, run.seed, seconds);
-    } else {
-      outcomes[i].status = LocalRunOutcome::Status::kFailed;
-      outcomes[i].detail =
-          describe_exit(status) +
-          (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " but no DONE file" : "") + ", log " +
-          run.dir + "/train.log";
-      outcomes[i].log_tail = last_lines(run.dir + "/train.log", 20);
-      spdlog::error("{} seed {}: failed after {:.1f} s ({}); the log ends:{}", run.variant,
-                    run.seed, seconds, outcomes[i].detail, outcomes[i].log_tail);
-    }
+    auto it = running_.find(pid);
+    if (pid < 0 || it == running_.end()) return;  // not one of ours
+    const Running ended = it->second;
+    running_.erase(it);
+    free_slots_.push_back(ended.slot);
+    record_outcome(ended.index, status, ended.started.seconds());
   }
-  return outcomes;
+
+  void record_outcome(size_t i, int status, double seconds) {
+    const PlannedRun& run = plan_.runs[i];
+    LocalRunOutcome& outcome = outcomes_[i];
+    const bool exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (exited_0 && std::filesystem::exists(run.dir + "/DONE")) {
+      outcome.status = LocalRunOutcome::Status::kFinished;
+      spdlog::info("{} seed {}: finished in {:.1f} s", run.variant, run.seed, seconds);
+      return;
+    }
+    outcome.status = LocalRunOutcome::Status::kFailed;
+    outcome.detail = describe_exit(status) + (exited_0 ? " but no DONE file" : "") + ", log " +
+                     run.dir + "/train.log";
+    outcome.log_tail = last_lines(run.dir + "/train.log", 20);
+    spdlog::error("{} seed {}: failed after {:.1f} s ({}); the log ends:{}", run.variant, run.seed,
+                  seconds, outcome.detail, outcome.log_tail);
+  }
+
+  const StudyPlan& plan_;
+  const std::string binary_;
+  const std::vector<std::string> env_;
+  const std::vector<std::string> slots_;
+  std::vector<size_t> free_slots_;
+  std::map<pid_t, Running> running_;
+  std::vector<LocalRunOutcome> outcomes_;
+};
+
+}  // namespace
+
+std::vector<LocalRunOutcome> run_study_locally(const StudyPlan& plan, int64_t parallel,
+                                               const std::string& binary,
+                                               const std::vector<std::string>& gpus) {
+  LocalStudyRunner runner(plan, binary, run_slots(plan, parallel, gpus));
+  return runner.run_all();
 }
 
 }  // namespace moelab

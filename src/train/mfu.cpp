@@ -1,14 +1,13 @@
 #include "train/mfu.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
+
+#include "util/stopwatch.h"
 
 namespace moelab {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void wait_for(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
@@ -23,15 +22,13 @@ double best_product_seconds(int64_t n, torch::ScalarType dtype, const torch::Dev
   torch::Tensor c = torch::matmul(a, b);  // warm-up: thread pool, packing buffers, kernels
   wait_for(device);
   double best = std::numeric_limits<double>::infinity();
-  const auto loop_start = Clock::now();
+  const Stopwatch loop;
   for (int repeat = 0;; ++repeat) {
-    const auto start = Clock::now();
+    Stopwatch product;
     torch::matmul_out(c, a, b);
     wait_for(device);
-    const auto end = Clock::now();
-    best = std::min(best, std::chrono::duration<double>(end - start).count());
-    const double spent = std::chrono::duration<double>(end - loop_start).count();
-    if ((repeat >= 2 && spent >= budget) || best > budget) break;
+    best = std::min(best, product.seconds());
+    if ((repeat >= 2 && loop.seconds() >= budget) || best > budget) break;
   }
   return best;
 }

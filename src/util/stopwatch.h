@@ -1,5 +1,6 @@
-// Wall-clock milliseconds between laps: the step's `time_ms` phases and the
-// dispatcher's exchange timings use this one clock.
+// Wall-clock time between laps: the one clock behind every duration moelab
+// measures (the step's `time_ms` phases, the forward phases of PhaseScope, the
+// benchmarks, a study run's duration).
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,8 @@ class Stopwatch {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_)
         .count();
   }
+  // The same, in seconds.
+  double seconds() const { return peek() / 1e3; }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
