@@ -5,6 +5,7 @@
 // are sized so that some ranks get short or empty slices.
 #include "train/optimizer_shards.h"
 #include "comm/process_groups.h"
+#include "common/optimizer_test_util.h"
 #include "mpi_gtest_main.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -23,19 +24,6 @@ NamedParams make_params() {
           {"experts.w", torch::randn({2, 3, 2}).requires_grad_()}};
 }
 
-NamedParams clone(const NamedParams& params) {
-  NamedParams copy;
-  for (const auto& [name, p] : params) copy.emplace_back(name, p.detach().clone().requires_grad_());
-  return copy;
-}
-
-OptimConfig test_config() {
-  OptimConfig cfg;
-  cfg.lr = 0.05;
-  cfg.weight_decay = 0.3;
-  return cfg;
-}
-
 // The same gradients on every rank (as after the data-parallel average), changing per step.
 void set_gradients(const NamedParams& params, int step) {
   for (const auto& [name, p] : params) {
@@ -48,7 +36,7 @@ std::unique_ptr<torch::optim::AdamW> sharded_adamw(const OptimizerShards& shards
   for (size_t i = 0; i < shards.slices().size(); ++i) {
     (shards.is_matrix()[i] ? decayed : not_decayed).push_back(shards.slices()[i].second);
   }
-  return make_adamw(std::move(decayed), std::move(not_decayed), test_config());
+  return make_adamw(std::move(decayed), std::move(not_decayed), testing::optimizer_test_config());
 }
 
 void sharded_step(torch::optim::AdamW& optimizer, const OptimizerShards& shards,
@@ -71,8 +59,8 @@ class OptimizerShardsTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamWAndSavesItsState) {
   const NamedParams reference = make_params();
-  auto adamw = make_adamw(reference, test_config());
-  const NamedParams params = clone(reference);
+  auto adamw = make_adamw(reference, testing::optimizer_test_config());
+  const NamedParams params = testing::clone_params(reference);
   const OptimizerShards shards(params, world(), GetParam());
   auto optimizer = sharded_adamw(shards);
   for (int step = 0; step < 3; ++step) {
@@ -95,13 +83,13 @@ INSTANTIATE_TEST_SUITE_P(Buckets, OptimizerShardsTest, ::testing::Values(1 << 20
 TEST(OptimizerShards, ResumesFromAFullSizeStateAtAnyShardCount) {
   // Unsharded for two steps, "checkpointed", then continued sharded and unsharded.
   const NamedParams reference = make_params();
-  auto adamw = make_adamw(reference, test_config());
+  auto adamw = make_adamw(reference, testing::optimizer_test_config());
   for (int step = 0; step < 2; ++step) {
     set_gradients(reference, step);
     adamw->step();
   }
   const TensorMap saved = optimizer_state_tensors(*adamw, reference);
-  const NamedParams params = clone(reference);
+  const NamedParams params = testing::clone_params(reference);
   const OptimizerShards shards(params, world());
   auto optimizer = sharded_adamw(shards);
   load_optimizer_state(*optimizer, shards.slices(), shards.slice_state(saved));

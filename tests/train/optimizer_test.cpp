@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/optimizer_test_util.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -24,22 +25,9 @@ void train_step(torch::optim::AdamW& optimizer, const NamedParams& params, int s
   optimizer.step();
 }
 
-NamedParams clone_params(const NamedParams& params) {
-  NamedParams copy;
-  for (const auto& [name, p] : params) copy.emplace_back(name, p.detach().clone().requires_grad_());
-  return copy;
-}
-
-OptimConfig test_config() {
-  OptimConfig cfg;
-  cfg.lr = 0.05;
-  cfg.weight_decay = 0.3;
-  return cfg;
-}
-
 TEST(Optimizer, DecaysMatricesOnly) {
   const NamedParams params = make_params();
-  auto optimizer = make_adamw(params, test_config());
+  auto optimizer = make_adamw(params, testing::optimizer_test_config());
   ASSERT_EQ(optimizer->param_groups().size(), 2u);
   const auto& decayed = optimizer->param_groups()[0];
   const auto& plain = optimizer->param_groups()[1];
@@ -63,13 +51,13 @@ TEST(Optimizer, DecaysMatricesOnly) {
 // same decay, same bias corrections, over steps whose gradients change.
 TEST(Optimizer, FusedStepMatchesLibTorchAdamW) {
   for (const auto dtype : {torch::kFloat, torch::kDouble}) {
-    NamedParams fused = make_params(), reference = clone_params(fused);
+    NamedParams fused = make_params(), reference = testing::clone_params(fused);
     for (auto* params : {&fused, &reference}) {
       for (auto& [name, p] : *params) p = p.detach().to(dtype).requires_grad_();
     }
-    auto fused_optimizer = make_adamw(fused, test_config());
+    auto fused_optimizer = make_adamw(fused, testing::optimizer_test_config());
     ASSERT_NE(dynamic_cast<FusedAdamW*>(fused_optimizer.get()), nullptr);
-    const OptimConfig cfg = test_config();
+    const OptimConfig cfg = testing::optimizer_test_config();
     std::vector<torch::optim::OptimizerParamGroup> groups;
     groups.emplace_back(
         std::vector<torch::Tensor>{reference[0].second},
@@ -100,7 +88,7 @@ TEST(Optimizer, FusedStepMatchesLibTorchAdamW) {
 
 TEST(Optimizer, ResumedStateContinuesIdentically) {
   const NamedParams original = make_params();
-  auto optimizer = make_adamw(original, test_config());
+  auto optimizer = make_adamw(original, testing::optimizer_test_config());
   for (int step = 0; step < 3; ++step) train_step(*optimizer, original, step);
 
   const auto state = optimizer_state_tensors(*optimizer, original);
@@ -108,8 +96,8 @@ TEST(Optimizer, ResumedStateContinuesIdentically) {
   EXPECT_EQ(state.at("optim/layer.weight/step").item<int64_t>(), 3);
   EXPECT_EQ(state.at("optim/norm.weight/exp_avg").sizes(), torch::IntArrayRef({3}));
 
-  const NamedParams resumed = clone_params(original);
-  auto fresh = make_adamw(resumed, test_config());
+  const NamedParams resumed = testing::clone_params(original);
+  auto fresh = make_adamw(resumed, testing::optimizer_test_config());
   load_optimizer_state(*fresh, resumed, state);
 
   train_step(*optimizer, original, 3);
@@ -119,8 +107,8 @@ TEST(Optimizer, ResumedStateContinuesIdentically) {
   }
 
   // Without the state the same step differs, so the comparison above can fail.
-  const NamedParams unresumed = clone_params(resumed);
-  auto cold = make_adamw(unresumed, test_config());
+  const NamedParams unresumed = testing::clone_params(resumed);
+  auto cold = make_adamw(unresumed, testing::optimizer_test_config());
   train_step(*cold, unresumed, 4);
   train_step(*optimizer, original, 4);
   EXPECT_FALSE(torch::equal(original[0].second, unresumed[0].second));
@@ -128,7 +116,7 @@ TEST(Optimizer, ResumedStateContinuesIdentically) {
 
 TEST(Optimizer, UnsteppedParametersReportFreshState) {
   const NamedParams params = make_params();
-  auto optimizer = make_adamw(params, test_config());
+  auto optimizer = make_adamw(params, testing::optimizer_test_config());
   const auto state = optimizer_state_tensors(*optimizer, params);
   EXPECT_EQ(state.at("optim/layer.weight/step").item<int64_t>(), 0);
   EXPECT_TRUE(torch::equal(state.at("optim/layer.weight/exp_avg_sq"), torch::zeros({4, 3})));
@@ -136,7 +124,7 @@ TEST(Optimizer, UnsteppedParametersReportFreshState) {
 
 TEST(Optimizer, MissingOrMisshapedStateNamesTheParameter) {
   const NamedParams params = make_params();
-  auto optimizer = make_adamw(params, test_config());
+  auto optimizer = make_adamw(params, testing::optimizer_test_config());
   auto state = optimizer_state_tensors(*optimizer, params);
   state.erase("optim/norm.weight/exp_avg_sq");
   try {
