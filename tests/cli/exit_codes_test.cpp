@@ -10,25 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "cli/run_moelab.h"
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
 #include "model/model_test_util.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result moelab(const std::string& args) {
-  std::string cmd = std::string(MOELAB_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  return {WEXITSTATUS(pclose(pipe)), out};
-}
+using moelab::testing::moelab;
+using Result = moelab::testing::MoelabResult;
 
 TEST(Cli, ShowsAResolvedConfig) {
   Result r = moelab("config show " + std::string(MOELAB_SOURCE_DIR) + "/configs/moe-small.toml");
