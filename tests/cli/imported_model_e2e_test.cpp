@@ -104,25 +104,26 @@ double first_step_loss(const std::string& run_dir) {
   return record.at("loss").get<double>();
 }
 
-TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
-  ASSERT_TRUE(testing::transformers_available())
-      << "transformers is not installed for " << testing::kPython
-      << " (launch/install-deps.sh installs launch/requirements.txt)";
-  TempDir dir;
-  train_tokenizer_json(dir);
-  testing::make_hf_model(
-      "llama", "tokenizer=" + (dir / "llama3.json") + " max_position_embeddings=16", dir / "hf");
+// The tokenizer, the transformers model saved with it, its import, and the
+// new text prepared with the model's tokenizer.json (val.txt: `val_texts`).
+void import_and_prep(const TempDir& dir, const std::vector<std::string>& val_texts) {
+  ASSERT_NO_FATAL_FAILURE(train_tokenizer_json(dir));
+  ASSERT_NO_FATAL_FAILURE(testing::make_hf_model(
+      "llama", "tokenizer=" + (dir / "llama3.json") + " max_position_embeddings=16", dir / "hf"));
   MoelabResult r = moelab("import " + (dir / "hf") + " --out " + (dir / "imported"));
   ASSERT_EQ(r.code, 0) << r.output;
-
-  const auto val_texts = corpus_documents(0, kValDocs);
   write_corpus(dir / "corpus.txt", corpus_documents(kValDocs, 300));
   write_corpus(dir / "val.txt", val_texts);
   r = moelab("prep --input " + (dir / "corpus.txt") + " --val-input " + (dir / "val.txt") +
              " --tokenizer " + (dir / "hf/tokenizer.json") + " --out " + (dir / "data"));
   ASSERT_EQ(r.code, 0) << r.output;
+}
 
-  r = moelab("train " + (dir / "imported/config.toml") + " --out " + (dir / "run") +
+// Five steps from the import's config.toml (train.init_from: the imported
+// weights), on the prepared data; a checkpoint at the end.
+void train_from_import(const TempDir& dir) {
+  const MoelabResult r =
+      moelab("train " + (dir / "imported/config.toml") + " --out " + (dir / "run") +
              " --set data.dir=" + (dir / "data") +
              " --set train.max_steps=5 --set train.precision=fp32 --set train.threads=1"
              " --set train.batch_seqs=" +
@@ -130,26 +131,29 @@ TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
              " --set optim.lr=1e-2 --set optim.warmup_steps=0 --set eval.interval=0"
              " --set checkpoint.interval=5 --set log.interval=1 --set log.progress=off");
   ASSERT_EQ(r.code, 0) << r.output;
+}
 
-  // Step 1's loss is the loss transformers' own model has on that batch: the
-  // run started from the imported weights, on data in the model's vocabulary.
-  const Config cfg = load_config(dir / "imported/config.toml");
+// Step 1's loss is the loss transformers' own model has on that batch (so the
+// run started from the imported weights, on data in the model's vocabulary),
+// and every imported tensor trained.
+void expect_started_from_import(const TempDir& dir, const Config& cfg, const std::string& trained) {
   BatchLoader loader(dir / "data", "train", cfg.model.seq_len, kBatchSeqs, 0, 1, kSeed, 0);
   const double expected = hf_loss(dir / "hf", loader.next(), dir, cfg.model.vocab_size);
   const double first = first_step_loss(dir / "run");
   std::cout << "step 1 loss " << first << ", transformers' loss on that batch " << expected << "\n";
   EXPECT_NEAR(first, expected, 1e-5 * expected);
-
-  const std::string trained = dir / "run/checkpoints/step_00000005";
   const LoadedCheckpoint before = load_checkpoint(dir / "imported/checkpoints/step_00000000");
   const LoadedCheckpoint after = load_checkpoint(trained);
   for (const auto& [name, t] : before.tensors) {
     EXPECT_FALSE(torch::equal(t, after.tensors.at(name))) << name << " did not train";
   }
+}
 
-  r = moelab("export " + trained + " --format hf --out " + (dir / "export"));
-  ASSERT_EQ(r.code, 0) << r.output;
-  // AutoTokenizer from the export gives prep's ids for the new text (less EOS).
+// AutoTokenizer from the export gives prep's ids for the new text (less EOS),
+// and AutoModelForCausalLM the trained model's logits on those ids.
+void expect_transformers_reads_export(const TempDir& dir, const Config& cfg,
+                                      const std::string& trained,
+                                      const std::vector<std::string>& val_texts) {
   const auto prepared = split_documents(dir / "data", "val");
   const auto theirs = hf_token_ids(dir / "export", val_texts, dir);
   ASSERT_EQ(prepared.size(), val_texts.size());
@@ -160,7 +164,6 @@ TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
         << "document " << i << ": '" << val_texts[i] << "'";
     stream.insert(stream.end(), prepared[i].begin(), prepared[i].end());
   }
-  // transformers computes the trained model's logits on that text.
   const int64_t len = cfg.model.seq_len;
   ASSERT_GE(int64_t(stream.size()), 2 * len);
   const auto tokens = torch::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + 2 * len))
@@ -172,6 +175,22 @@ TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
   const double diff = (ours - logits).abs().max().item<double>();
   std::cout << "trained model: max |logits difference| = " << diff << "\n";
   EXPECT_LE(diff, 1e-4);
+}
+
+TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
+  ASSERT_TRUE(testing::transformers_available())
+      << "transformers is not installed for " << testing::kPython
+      << " (launch/install-deps.sh installs launch/requirements.txt)";
+  TempDir dir;
+  const auto val_texts = corpus_documents(0, kValDocs);
+  ASSERT_NO_FATAL_FAILURE(import_and_prep(dir, val_texts));
+  ASSERT_NO_FATAL_FAILURE(train_from_import(dir));
+  const Config cfg = load_config(dir / "imported/config.toml");
+  const std::string trained = dir / "run/checkpoints/step_00000005";
+  expect_started_from_import(dir, cfg, trained);
+  const MoelabResult r = moelab("export " + trained + " --format hf --out " + (dir / "export"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  expect_transformers_reads_export(dir, cfg, trained, val_texts);
 }
 
 }  // namespace
