@@ -88,10 +88,10 @@ void check_same_tokenizer(const DatasetInfo& a, const DatasetInfo& b) {
 }
 
 void check_vocab_matches(const DatasetInfo& info, int64_t model_vocab_size) {
-  if (info.vocab_size != model_vocab_size) {
+  if (info.vocab_size > model_vocab_size) {
     throw InputError(info.manifest_path + ": dataset vocab_size " +
                      std::to_string(info.vocab_size) + " but model.vocab_size is " +
-                     std::to_string(model_vocab_size));
+                     std::to_string(model_vocab_size) + " (the model must hold every id)");
   }
 }
 

@@ -35,7 +35,9 @@ void verify_shards(const DatasetInfo& info);
 // InputError when two splits were not encoded by the same tokenizer.
 void check_same_tokenizer(const DatasetInfo& a, const DatasetInfo& b);
 
-// InputError when the dataset's vocabulary differs from the model's.
+// InputError when the model's vocabulary cannot hold the dataset's ids. A
+// larger one is a padded embedding, as Hugging Face models ship it (Qwen2/3
+// and OLMoE pad theirs past their tokenizer's size): rows no id reaches.
 void check_vocab_matches(const DatasetInfo& info, int64_t model_vocab_size);
 
 }  // namespace moelab

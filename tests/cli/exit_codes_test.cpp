@@ -10,25 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "cli/run_moelab.h"
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
 #include "model/model_test_util.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result moelab(const std::string& args) {
-  std::string cmd = std::string(MOELAB_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  return {WEXITSTATUS(pclose(pipe)), out};
-}
+using moelab::testing::moelab;
+using Result = moelab::testing::MoelabResult;
 
 TEST(Cli, ShowsAResolvedConfig) {
   Result r = moelab("config show " + std::string(MOELAB_SOURCE_DIR) + "/configs/moe-small.toml");
@@ -101,11 +91,9 @@ TEST(Cli, PrepRefusesAnUnsupportedTokenizerByName) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/out/train"));
 }
 
-// Two datasets prepared with different tokenizers: a mixture of them, or a
-// validation set of the other one, exits 2 naming both folders' manifests
-// before any training.
-TEST(Cli, DatasetsOfDifferentTokenizersExitTwoNamingBothFolders) {
-  const std::string dir = testing::TempDir() + "/two_tokenizers";
+// A fresh folder `dir` with a corpus of three sentences, prepared into
+// dir/v<vocab> for each vocabulary size given (a tokenizer trained on it).
+void prep_tiny_datasets(const std::string& dir, const std::vector<std::string>& vocabs) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream corpus(dir + "/corpus.txt");
@@ -114,14 +102,27 @@ TEST(Cli, DatasetsOfDifferentTokenizersExitTwoNamingBothFolders) {
                          "the bird sang a song in the tall green tree."};
   for (int d = 0; d < 40; ++d) corpus << lines[d % 3] << "\n<|endoftext|>\n";
   corpus.close();
-  for (const char* vocab : {"70", "80"}) {
+  for (const auto& vocab : vocabs) {
     Result prep = moelab("prep --input " + dir + "/corpus.txt --val-count 4 --vocab-size " + vocab +
                          " --out " + dir + "/v" + vocab);
     ASSERT_EQ(prep.code, 0) << prep.output;
   }
-  const std::string model =
-      "[model]\nvocab_size = 70\nd_model = 16\nn_layers = 1\nn_heads = 2\nd_ff = 32\n"
-      "seq_len = 8\n[train]\nbatch_seqs = 2\nmax_steps = 1\n[optim]\nwarmup_steps = 0\n";
+}
+
+// A one-step run of a tiny dense model of `vocab` ids (no [data] table).
+std::string tiny_model_toml(int vocab) {
+  return "[model]\nvocab_size = " + std::to_string(vocab) +
+         "\nd_model = 16\nn_layers = 1\nn_heads = 2\nd_ff = 32\n"
+         "seq_len = 8\n[train]\nbatch_seqs = 2\nmax_steps = 1\n[optim]\nwarmup_steps = 0\n";
+}
+
+// Two datasets prepared with different tokenizers: a mixture of them, or a
+// validation set of the other one, exits 2 naming both folders' manifests
+// before any training.
+TEST(Cli, DatasetsOfDifferentTokenizersExitTwoNamingBothFolders) {
+  const std::string dir = testing::TempDir() + "/two_tokenizers";
+  ASSERT_NO_FATAL_FAILURE(prep_tiny_datasets(dir, {"70", "80"}));
+  const std::string model = tiny_model_toml(70);
   const std::string a = dir + "/v70", b = dir + "/v80";
   std::ofstream(dir + "/mixture.toml") << model << "[[data.sources]]\ndir = \"" << a
                                        << "\"\n[[data.sources]]\ndir = \"" << b << "\"\n";
@@ -137,6 +138,28 @@ TEST(Cli, DatasetsOfDifferentTokenizersExitTwoNamingBothFolders) {
               std::string::npos)
         << config << ": " << r.output;
     EXPECT_FALSE(std::filesystem::exists(dir + "/run_" + config + "/metrics.jsonl")) << config;
+  }
+}
+
+// The model must hold every id of its data; a larger vocabulary (a padded
+// embedding, as Qwen2/3 and OLMoE ship theirs past their tokenizer's size) trains.
+TEST(Cli, AModelVocabularyBelowTheDatasetsExitsTwoAndAPaddedOneTrains) {
+  const std::string dir = testing::TempDir() + "/padded_vocab";
+  ASSERT_NO_FATAL_FAILURE(prep_tiny_datasets(dir, {"70"}));
+  for (const int vocab : {64, 96}) {
+    const std::string config = dir + "/vocab" + std::to_string(vocab) + ".toml";
+    std::ofstream(config) << tiny_model_toml(vocab) << "[data]\ndir = \"" << dir << "/v70\"\n";
+    Result r = moelab("train " + config + " --out " + dir + "/run" + std::to_string(vocab));
+    if (vocab < 70) {
+      EXPECT_EQ(r.code, 2) << r.output;
+      EXPECT_NE(r.output.find(dir + "/v70/train/manifest.json: dataset vocab_size 70 but "
+                                    "model.vocab_size is 64"),
+                std::string::npos)
+          << r.output;
+    } else {
+      EXPECT_EQ(r.code, 0) << r.output;
+      EXPECT_TRUE(std::filesystem::exists(dir + "/run96/DONE")) << r.output;
+    }
   }
 }
 

@@ -3,7 +3,7 @@
 // its logits to 1e-4; tiny random transformers models of each family import
 // into moelab giving transformers' logits to 1e-4, and export back to the same
 // tensors; what a family cannot express is refused by name. transformers comes
-// from launch/requirements.txt; without it these tests fail.
+// from launch/requirements.txt; without it these tests fail (hf_test_util.h).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -21,6 +21,7 @@
 #include "common/temp_dir.h"
 #include "convert/convert_test_util.h"
 #include "convert/hf_format.h"
+#include "convert/hf_test_util.h"
 #include "convert/safetensors.h"
 #include "data/tokenizer.h"
 #include "model/model_test_util.h"
@@ -30,45 +31,13 @@
 namespace moelab {
 namespace {
 
+using testing::hf_logits;
+using testing::hf_token_ids;
+using testing::kPython;
+using testing::kReference;
+using testing::make_hf_model;
 using testing::TempDir;
-
-const std::string kPython = MOELAB_TORCH_PYTHON;
-const std::string kReference = std::string(MOELAB_SOURCE_DIR) + "/tests/reference/";
-
-// transformers is pinned in launch/requirements.txt, so a missing one is a
-// broken install: the tests that need it fail rather than skip.
-bool transformers_available() {
-  static const bool available =
-      std::system((kPython + " -c 'import transformers' >/dev/null 2>&1").c_str()) == 0;
-  return available;
-}
-
-// transformers' logits for `tokens` from the model folder `hf_dir`.
-torch::Tensor hf_logits(const std::string& hf_dir, const torch::Tensor& tokens, const TempDir& dir,
-                        int64_t vocab) {
-  {
-    std::ofstream out(dir / "tokens.txt");
-    for (int64_t b = 0; b < tokens.size(0); ++b) {
-      for (int64_t s = 0; s < tokens.size(1); ++s) out << tokens[b][s].item<int64_t>() << " ";
-      out << "\n";
-    }
-  }
-  const std::string cmd = kPython + " " + kReference + "hf_logits.py " + hf_dir + " " +
-                          (dir / "tokens.txt") + " " + (dir / "logits.bin");
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(dir / "logits.bin", std::ios::binary);
-  auto logits = torch::empty({tokens.size(0), tokens.size(1), vocab});
-  in.read(static_cast<char*>(logits.data_ptr()), std::streamsize(logits.nbytes()));
-  EXPECT_TRUE(in.good()) << "short logits file";
-  return logits;
-}
-
-// A tiny random transformers model of `family` (hf_make_model.py) in `out`.
-void make_hf_model(const std::string& family, const std::string& options, const std::string& out) {
-  const std::string cmd =
-      kPython + " " + kReference + "hf_make_model.py " + family + " " + out + " " + options;
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
+using testing::transformers_available;
 
 std::string architecture(const std::string& hf_dir) {
   return nlohmann::json::parse(
@@ -349,25 +318,6 @@ std::vector<std::string> tokenizer_corpus() {
     texts.push_back(text);
   }
   return texts;
-}
-
-std::vector<std::vector<int64_t>> hf_token_ids(const std::string& hf_dir,
-                                               const std::vector<std::string>& texts,
-                                               const TempDir& dir) {
-  {
-    std::ofstream out(dir / "texts.txt", std::ios::binary);
-    for (size_t i = 0; i < texts.size(); ++i) out << (i ? "\n" : "") << texts[i];
-  }
-  const std::string cmd = kPython + " " + kReference + "hf_tokenize.py " + hf_dir + " " +
-                          (dir / "texts.txt") + " " + (dir / "ids.txt");
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::vector<std::vector<int64_t>> ids;
-  std::ifstream in(dir / "ids.txt");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    ids.emplace_back(std::istream_iterator<int64_t>(words), std::istream_iterator<int64_t>());
-  }
-  return ids;
 }
 
 // The dataset's SentencePiece model goes next to the weights, and transformers'

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""A tiny random Hugging Face MoE folder: `hf_make_model.py FAMILY OUT [OPTION=VALUE...]`.
+"""A tiny random Hugging Face folder: `hf_make_model.py FAMILY OUT [OPTION=VALUE...]`.
 
-FAMILY is mixtral, qwen2_moe, qwen3_moe or olmoe; OPTIONs are config keys
-(values parsed as JSON) over a small default, plus three that shape the files:
+FAMILY is llama, mixtral, qwen2_moe, qwen3_moe or olmoe; OPTIONs are config keys
+(values parsed as JSON) over a small default, plus those that shape the files:
   shard=1        several safetensors shards with model.safetensors.index.json
   dtype=bf16     weights stored as bfloat16 (or f16; default f32)
   fused=1        one state_dict file with the experts fused as transformers 5
                  holds them in memory (gate_up_proj, down_proj)
   gate=nonzero   Qwen2-MoE's shared_expert_gate left random
   bias=nonzero   Qwen2-MoE's q/k/v biases left random
+  tokenizer=PATH a tokenizer.json saved with the model as transformers' fast
+                 tokenizer saves it (EOS: the file's last added token);
+                 vocab_size is its size
 Every parameter, norms included, is drawn at random so that no mapping
 mistake hides behind an initial value. Qwen2-MoE's shared_expert_gate and
 q/k/v biases are zeroed (what moelab expresses) unless gate=nonzero.
@@ -21,16 +24,19 @@ import transformers
 from safetensors.torch import save_file
 
 FAMILIES = {
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM,
+              dict(intermediate_size=24)),
     "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM,
-                dict(num_local_experts=4, intermediate_size=12)),
+                dict(num_local_experts=4, intermediate_size=12, num_experts_per_tok=2)),
     "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM,
                   dict(num_experts=4, moe_intermediate_size=12, intermediate_size=20,
-                       shared_expert_intermediate_size=24)),
+                       shared_expert_intermediate_size=24, num_experts_per_tok=2)),
     "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM,
-                  dict(num_experts=4, moe_intermediate_size=12, intermediate_size=20)),
+                  dict(num_experts=4, moe_intermediate_size=12, intermediate_size=20,
+                       num_experts_per_tok=2)),
     "olmoe": (transformers.OlmoeConfig, transformers.OlmoeForCausalLM,
-              dict(num_experts=4, intermediate_size=12, pad_token_id=None, bos_token_id=None,
-                   eos_token_id=None)),
+              dict(num_experts=4, intermediate_size=12, num_experts_per_tok=2, pad_token_id=None,
+                   bos_token_id=None, eos_token_id=None)),
 }
 
 
@@ -43,12 +49,17 @@ def main():
     fused = options.pop("fused", "0") == "1"
     keep_gate = options.pop("gate", "zero") == "nonzero"
     keep_bias = options.pop("bias", "zero") == "nonzero"
+    tokenizer = options.pop("tokenizer", None)
     config_cls, model_cls, defaults = FAMILIES[family]
     keys = dict(vocab_size=37, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=8, num_experts_per_tok=2,
-                rms_norm_eps=1e-5, tie_word_embeddings=False)
+                num_key_value_heads=2, max_position_embeddings=8, rms_norm_eps=1e-5, tie_word_embeddings=False)
     keys.update(defaults)
     keys.update({k: json.loads(v) for k, v in options.items()})
+    if tokenizer:
+        with open(tokenizer, encoding="utf-8") as f:
+            eos = json.load(f)["added_tokens"][-1]["content"]
+        tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer, eos_token=eos)
+        keys["vocab_size"] = len(tokenizer)
     torch.manual_seed(3)
     model = model_cls(config_cls(**keys))
     with torch.no_grad():
@@ -66,6 +77,8 @@ def main():
         save_file(state, f"{out}/model.safetensors", metadata={"format": "pt"})
     else:
         model.save_pretrained(out, max_shard_size="20KB" if shard else "5GB")
+    if tokenizer:
+        tokenizer.save_pretrained(out)
 
 
 if __name__ == "__main__":
