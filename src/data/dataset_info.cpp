@@ -1,5 +1,7 @@
 #include "data/dataset_info.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 
 #include "data/checksum.h"
@@ -92,6 +94,11 @@ void check_vocab_matches(const DatasetInfo& info, int64_t model_vocab_size) {
     throw InputError(info.manifest_path + ": dataset vocab_size " +
                      std::to_string(info.vocab_size) + " but model.vocab_size is " +
                      std::to_string(model_vocab_size) + " (the model must hold every id)");
+  }
+  if (info.vocab_size < model_vocab_size) {
+    spdlog::info("{}: model.vocab_size {} pads the dataset's {} ids ({} rows no id reaches)",
+                 info.manifest_path, model_vocab_size, info.vocab_size,
+                 model_vocab_size - info.vocab_size);
   }
 }
 
