@@ -41,7 +41,8 @@ double slowest(Communicator& world, double value) {
 void run(const Options& options) {
   const int world_size = MpiSession::size();
   const int64_t ep = options.ep > 0 ? options.ep : world_size;
-  ProcessGroups groups = make_process_groups(ep, options.experts, "mpi", false, "bench_dispatch");
+  ProcessGroups groups =
+      make_process_groups(ep, options.experts, Backend::kMpi, false, "bench_dispatch");
   Communicator& world = *groups.world;
   const int64_t tokens = options.global_tokens / world_size;
   AllToAllDispatcher dispatcher(groups.ep, options.experts);

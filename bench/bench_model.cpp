@@ -52,7 +52,7 @@ Config bench_config(const Shape& shape, const std::string& precision) {
   } else {
     cfg.model.d_ff = shape.ffn;
   }
-  cfg.train.precision = precision;
+  cfg.train.precision = *parse_choice<Precision>(precision);
   return cfg;
 }
 
@@ -102,7 +102,7 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
            const torch::Device& device, double peak, int profile_top) {
   const Config cfg = bench_config(shape, precision);
   const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   model->to(device);
   NamedParams params;
   for (auto& np : model->named_parameters()) params.emplace_back(np.key(), np.value());
@@ -155,7 +155,7 @@ void bench(const Shape& shape, const std::string& precision, int steps, int64_t 
 
   const double step_s = (seconds[0] + seconds[1] + seconds[2] + seconds[3]) / steps;
   const double flops = model_flops_per_token(cfg) * tokens;
-  const std::string ran = resolve_precision(precision, device).precision;
+  const std::string ran = choice_name(resolve_precision(cfg.train.precision, device).precision);
   const std::string label = precision == ran ? precision : precision + ":" + ran;
   fmt::print("{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
              shape_name(shape), label, tokens / step_s, step_s, 100 * flops / step_s / peak,
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--precision", precisions, "precisions to run")
-      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+      ->check(CLI::IsMember(moelab::choice_names<moelab::Precision>()))
       ->delimiter(',');
   auto* experts = app.add_option("--experts", one.experts, "one shape: experts (0 = dense)")
                       ->check(CLI::NonNegativeNumber);
@@ -204,19 +204,21 @@ int main(int argc, char** argv) {
   const torch::Device device(device_name);
   torch::set_num_threads(threads);
   torch::manual_seed(0);
-  const auto auto_choice = moelab::resolve_precision("auto", device);
+  const auto auto_choice = moelab::resolve_precision(moelab::Precision::kAuto, device);
   const double peak_fp32 = moelab::matmul_peak_flops(torch::kFloat32, threads, device);
   const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16, threads, device);
   fmt::print(
       "torch {}  device {}  threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} "
       "GFLOP/s\nprecision auto -> {} ({})\n",
-      TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9, auto_choice.precision,
-      auto_choice.reason);
+      TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9,
+      moelab::choice_name(auto_choice.precision), auto_choice.reason);
   std::vector<moelab::Shape> shapes = {{0, 2, 1024}, {4, 2, 512}};
   if (*experts) shapes = {one};
   for (const auto& shape : shapes) {
     for (const auto& precision : precisions) {
-      const bool bf16 = moelab::resolve_precision(precision, device).precision == "bf16";
+      const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
+      const bool bf16 =
+          moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
       moelab::bench(shape, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
                     profile_top);
     }

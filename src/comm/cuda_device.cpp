@@ -60,7 +60,7 @@ torch::Device select_local_cuda_device() {
 }
 
 torch::Device run_device(const Config& cfg) {
-  if (cfg.train.device != "cuda") return torch::Device(torch::kCPU);
+  if (cfg.train.device != TrainDevice::kCuda) return torch::Device(torch::kCPU);
   return c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice();
 }
 

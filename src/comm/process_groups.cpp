@@ -31,31 +31,30 @@ bool mpi_initialised() {
   return initialized && !finalized;
 }
 
-std::string resolve_backend(const std::string& backend, bool tensors_on_cuda) {
-  if (backend == "auto") return tensors_on_cuda && kNcclBuiltIn ? "nccl" : "mpi";
-  return backend;
+// "mpi" or "nccl": the backend the collectives run on.
+std::string resolve_backend(Backend backend, bool tensors_on_cuda) {
+  if (backend == Backend::kAuto) return tensors_on_cuda && kNcclBuiltIn ? "nccl" : "mpi";
+  return choice_name(backend);
 }
 
 // Empty when the layout is valid here; otherwise what is wrong, naming the key.
-std::string validation_error(int64_t ep, int64_t num_experts, const std::string& backend,
-                             bool tensors_on_cuda, int world_size, const std::string& source) {
+std::string validation_error(int64_t ep, int64_t num_experts, Backend backend, bool tensors_on_cuda,
+                             int world_size, const std::string& source) {
   const std::string where = source.empty() ? "" : source + ": ";
   std::ostringstream error;
-  if (backend != "auto" && backend != "mpi" && backend != "nccl") {
-    error << where << "parallel.backend = '" << backend << "' must be one of auto, mpi, nccl";
-  } else if (ep < 1) {
+  if (ep < 1) {
     error << where << "parallel.ep = " << ep << " must be at least 1";
   } else if (world_size % ep != 0) {
     error << where << "parallel.ep = " << ep << " must divide the number of ranks (" << world_size
           << ")";
   } else if (ep > 1 && (num_experts < 1 || num_experts % ep != 0)) {
     error << where << "parallel.ep = " << ep << " must divide moe.num_experts = " << num_experts;
-  } else if (backend == "nccl" && !kNcclBuiltIn) {
+  } else if (backend == Backend::kNccl && !kNcclBuiltIn) {
     error << where << "parallel.backend = 'nccl' but this moelab was built without NCCL "
           << "(MOELAB_WITH_NCCL=OFF); use 'mpi' or 'auto'";
-  } else if (backend == "nccl" && !tensors_on_cuda) {
+  } else if (backend == Backend::kNccl && !tensors_on_cuda) {
     error << where << "parallel.backend = 'nccl' needs train.device = 'cuda'";
-  } else if (backend == "nccl" && visible_cuda_devices() == 0) {
+  } else if (backend == Backend::kNccl && visible_cuda_devices() == 0) {
     error << where << "parallel.backend = 'nccl' but no GPU is visible on this rank";
   }
   return error.str();
@@ -113,7 +112,7 @@ std::string ProcessGroups::layout() const {
   return out.str();
 }
 
-ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::string& backend,
+ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, Backend backend,
                                   bool tensors_on_cuda, const std::string& source) {
   const bool with_mpi = mpi_initialised();
   std::shared_ptr<Communicator> control;
@@ -152,7 +151,7 @@ ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::st
 ProcessGroups make_process_groups(const Config& config) {
   ProcessGroups groups =
       make_process_groups(config.parallel.ep, config.moe.num_experts, config.parallel.backend,
-                          config.train.device == "cuda", config.source);
+                          config.train.device == TrainDevice::kCuda, config.source);
   if (!config.moe.expert_widths.empty()) {
     groups.placement = place_experts(config.moe.expert_widths, groups.ep_size);
   }

@@ -37,11 +37,11 @@ struct ProcessGroups {
 
 // Validates on every rank before any collective (errors name parallel.ep,
 // moe.num_experts or parallel.backend, and `source` when given), then builds the
-// groups. backend: "auto" (NCCL when tensors are on CUDA and NCCL was built in,
-// else MPI), "mpi" or "nccl". Without an initialised MPI (unit tests) the world
+// groups. Backend::kAuto is NCCL when tensors are on CUDA and NCCL was built in,
+// else MPI. Without an initialised MPI (unit tests) the world
 // is this process alone and needs ep = 1. With tensors on CUDA, makes this
 // rank's GPU current (select_local_cuda_device). Collective over MPI_COMM_WORLD.
-ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, const std::string& backend,
+ProcessGroups make_process_groups(int64_t ep, int64_t num_experts, Backend backend,
                                   bool tensors_on_cuda, const std::string& source = "");
 
 // The same from a run configuration (train.device decides whether tensors are

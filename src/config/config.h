@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
+
 namespace moelab {
 
 struct ModelConfig {
@@ -20,12 +22,15 @@ struct ModelConfig {
   int64_t seq_len = 256;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
-  // RMSNorm on queries and keys before RoPE: "none", per "head" (Qwen3, over
-  // each head's dims) or "full" (OLMoE, over the whole projection).
-  std::string qk_norm = "none";
+  // RMSNorm on queries and keys before RoPE: none, per head (Qwen3, over each
+  // head's dims) or full (OLMoE, over the whole projection).
+  QkNorm qk_norm = QkNorm::kNone;
   bool tie_embeddings = false;
   double init_std = 0.02;
   bool scaled_residual_init = true;  // output projections get std / sqrt(2 * n_layers)
+
+  int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int64_t head_dim() const { return d_model / n_heads; }
 };
 
 struct MoeConfig {
@@ -35,17 +40,17 @@ struct MoeConfig {
   int64_t d_expert = 512;
   std::vector<int64_t> expert_widths;  // heterogeneous experts: one width each ([] = d_expert)
   int64_t num_shared_experts = 0;
-  int64_t d_shared = 0;                  // shared-expert width; 0 = num_shared_experts * d_expert
-  std::string gate = "topk_softmax";     // "topk_softmax" (Mixtral) | "full_softmax"
-  std::string score = "softmax";         // "softmax" | "sigmoid" (DeepSeek-V3); router.h
-  double route_scale = 1.0;              // gates times this (DeepSeek's routed_scaling_factor)
-  double capacity_factor = 0.0;          // 0 = dropless
-  std::string drop_policy = "position";  // "position" | "score": who keeps a full expert's seat
-  std::string balance = "switch";        // "switch" | "sequence" | "aux_free" | "none"
-  double aux_loss_coef = 0.01;           // Switch load-balancing alpha
-  double bias_update_rate = 1e-3;        // aux_free: bias step per optimizer step
-  double z_loss_coef = 0.001;            // router z-loss beta
-  std::string stats = "global";          // "global" | "micro_batch" load-balance statistics
+  int64_t d_shared = 0;            // shared-expert width; 0 = num_shared_experts * d_expert
+  Gate gate = Gate::kTopkSoftmax;  // topk_softmax (Mixtral) or full_softmax
+  Score score = Score::kSoftmax;   // softmax or sigmoid (DeepSeek-V3); router.h
+  double route_scale = 1.0;        // gates times this (DeepSeek's routed_scaling_factor)
+  double capacity_factor = 0.0;    // 0 = dropless
+  DropPolicy drop_policy = DropPolicy::kPosition;
+  Balance balance = Balance::kSwitch;
+  double aux_loss_coef = 0.01;     // Switch load-balancing alpha
+  double bias_update_rate = 1e-3;  // aux_free: bias step per optimizer step
+  double z_loss_coef = 0.001;      // router z-loss beta
+  BalanceStats stats = BalanceStats::kGlobal;
 
   // Routed expert e's SwiGLU width.
   int64_t expert_width(int64_t e) const {
@@ -84,8 +89,8 @@ struct DataConfig {
 
 struct TrainConfig {
   int64_t seed = 0;
-  std::string device = "cpu";      // "cpu" | "cuda"
-  std::string precision = "auto";  // "auto" | "fp32" | "bf16" (model/precision.h)
+  TrainDevice device = TrainDevice::kCpu;
+  Precision precision = Precision::kAuto;  // model/precision.h
   int64_t max_steps = 1000;
   double compute_budget = 0;        // training FLOPs; > 0 sets max_steps (apply_compute_budget)
   int64_t batch_seqs = 16;          // global batch in sequences (used when batch_tokens = 0)
@@ -96,20 +101,20 @@ struct TrainConfig {
   std::string out_dir = "runs/default";
   std::string init_from = "";  // a checkpoint folder whose weights a fresh run starts from
   // Profiling (train/step_profiler.h): steps [first, last] traced ([] = none),
-  // on rank 0 or "all" ranks; on CUDA, the allocator snapshot after a step (0 = none).
+  // on rank 0 or all ranks; on CUDA, the allocator snapshot after a step (0 = none).
   std::vector<int64_t> profile_steps;
-  std::string profile_ranks = "rank0";  // "rank0" | "all"
+  ProfileRanks profile_ranks = ProfileRanks::kRank0;
   int64_t memory_snapshot_step = 0;
-  // Recomputed in backward instead of kept: "none", every "full" block, or each "moe" FFN.
-  std::string activation_checkpointing = "none";
+  // Recomputed in backward instead of kept: nothing, every block, or each MoE FFN.
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
 };
 
 struct OptimConfig {
   double lr = 3e-3;
-  std::string schedule = "cosine";     // "cosine" | "linear" | "constant" | "wsd" (lr_schedule.h)
-  double min_lr_ratio = 0.1;           // the decay ends at lr * min_lr_ratio
-  double decay_fraction = 0.2;         // wsd: the last fraction of max_steps decays
-  std::string decay_shape = "linear";  // wsd: "linear" | "sqrt" (1 - sqrt(progress))
+  Schedule schedule = Schedule::kCosine;         // lr_schedule.h
+  double min_lr_ratio = 0.1;                     // the decay ends at lr * min_lr_ratio
+  double decay_fraction = 0.2;                   // wsd: the last fraction of max_steps decays
+  DecayShape decay_shape = DecayShape::kLinear;  // wsd: linear or sqrt (1 - sqrt(progress))
   int64_t warmup_steps = 100;
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -119,8 +124,8 @@ struct OptimConfig {
 };
 
 struct ParallelConfig {
-  int64_t ep = 1;                // expert-parallel group size
-  std::string backend = "auto";  // "auto" | "mpi" | "nccl"
+  int64_t ep = 1;  // expert-parallel group size
+  Backend backend = Backend::kAuto;
   // A collective that has not completed after this many seconds ends the job
   // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
   double timeout_s = 600;
@@ -147,10 +152,10 @@ struct EvalConfig {
 };
 
 struct LogConfig {
-  int64_t interval = 10;          // steps between metrics.jsonl lines
-  std::string progress = "auto";  // "auto" | "bar" | "plain" | "off"
-  std::string level = "info";     // "debug" | "info" | "warn" | "error"
-  bool tensorboard = true;        // rank 0 writes <run>/tb/ event files
+  int64_t interval = 10;  // steps between metrics.jsonl lines
+  ProgressMode progress = ProgressMode::kAuto;
+  LogLevel level = LogLevel::kInfo;
+  bool tensorboard = true;  // rank 0 writes <run>/tb/ event files
 };
 
 struct CheckpointConfig {
@@ -175,8 +180,6 @@ struct Config {
   std::string source = "<defaults>";
   std::map<std::string, std::string> origin;
 
-  int64_t kv_heads() const { return model.n_kv_heads > 0 ? model.n_kv_heads : model.n_heads; }
-  int64_t head_dim() const { return model.d_model / model.n_heads; }
   int64_t moe_layers() const {
     int64_t n = 0;
     for (int64_t l = 0; l < model.n_layers; ++l) n += moe.is_moe_layer(l);

@@ -101,6 +101,12 @@ void assign(Field& f, const toml::node& n, const std::string& at) {
       if (!x.is_integer()) throw bad_type();
       (*list)->push_back(x.as_integer()->get());
     }
+  } else if (auto* choice = std::get_if<Choice>(&f.value)) {
+    if (!n.is_string()) throw bad_type();
+    const std::string& name = n.as_string()->get();
+    if (!choice->set(name)) {
+      throw InputError(at + ": " + f.key + " = " + toml_string(name) + ": expected " + f.allowed());
+    }
   } else {
     if (!n.is_string()) throw bad_type();
     *std::get<std::string*>(f.value) = n.as_string()->get();
@@ -357,10 +363,10 @@ void validate(const Config& c, int world_size) {
   const auto& e = c.moe;
   require(m.d_model % m.n_heads == 0, c, "model.n_heads",
           kv("model.n_heads", m.n_heads) + " must divide " + kv("model.d_model", m.d_model));
-  require(c.head_dim() % 2 == 0, c, "model.n_heads",
-          "head dimension d_model / n_heads = " + std::to_string(c.head_dim()) +
+  require(m.head_dim() % 2 == 0, c, "model.n_heads",
+          "head dimension d_model / n_heads = " + std::to_string(m.head_dim()) +
               " must be even for RoPE");
-  require(m.n_kv_heads <= m.n_heads && m.n_heads % c.kv_heads() == 0, c, "model.n_kv_heads",
+  require(m.n_kv_heads <= m.n_heads && m.n_heads % m.kv_heads() == 0, c, "model.n_kv_heads",
           kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
   if (e.enabled) {
     require(c.moe_layers() > 0, c,
@@ -379,15 +385,16 @@ void validate(const Config& c, int world_size) {
                 kv("moe.num_experts", e.num_experts));
     // Every rank must move the routing bias the same way, so it follows the
     // global load, never one micro-batch's.
-    require(e.balance != "aux_free" || e.stats == "global", c, "moe.stats",
-            "moe.balance = \"aux_free\" needs moe.stats = \"global\" (got \"" + e.stats + "\")");
+    require(e.balance != Balance::kAuxFree || e.stats == BalanceStats::kGlobal, c, "moe.stats",
+            "moe.balance = \"aux_free\" needs moe.stats = \"global\" (got \"" +
+                choice_name(e.stats) + "\")");
   } else {
     require(c.parallel.ep == 1, c, "parallel.ep",
             kv("parallel.ep", c.parallel.ep) +
                 " needs moe.enabled = true (a dense model has no "
                 "experts to split)");
   }
-  require(c.train.activation_checkpointing != "moe" || e.enabled, c,
+  require(c.train.activation_checkpointing != ActivationCheckpointing::kMoe || e.enabled, c,
           "train.activation_checkpointing",
           "train.activation_checkpointing = \"moe\" needs moe.enabled = true (a dense model has "
           "no MoE FFN to recompute)");
@@ -395,7 +402,7 @@ void validate(const Config& c, int world_size) {
   require(profiled.empty() || (profiled.size() == 2 && profiled[0] <= profiled[1]), c,
           "train.profile_steps",
           "train.profile_steps must be [] or [first, last] with first <= last");
-  require(c.train.memory_snapshot_step == 0 || c.train.device == "cuda", c,
+  require(c.train.memory_snapshot_step == 0 || c.train.device == TrainDevice::kCuda, c,
           "train.memory_snapshot_step",
           "train.memory_snapshot_step needs train.device = \"cuda\" (it is the CUDA caching "
           "allocator's snapshot)");
@@ -418,8 +425,8 @@ void validate(const Config& c, int world_size) {
   require(c.optim.warmup_steps <= c.train.max_steps, c, "optim.warmup_steps",
           kv("optim.warmup_steps", c.optim.warmup_steps) +
               " must be <= " + kv("train.max_steps", c.train.max_steps));
-  require(c.parallel.backend != "nccl" || c.train.device == "cuda", c, "parallel.backend",
-          "parallel.backend = \"nccl\" needs train.device = \"cuda\"");
+  require(c.parallel.backend != Backend::kNccl || c.train.device == TrainDevice::kCuda, c,
+          "parallel.backend", "parallel.backend = \"nccl\" needs train.device = \"cuda\"");
   require(c.train.out_dir != "", c, "train.out_dir", "train.out_dir must not be empty");
   validate_datasets(c);
 }

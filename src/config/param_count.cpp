@@ -13,14 +13,14 @@ namespace moelab {
 ParamCounts count_params(const Config& cfg) {
   const auto& m = cfg.model;
   const int64_t d = m.d_model, layers = m.n_layers;
-  const int64_t q_width = m.n_heads * cfg.head_dim(), kv_width = cfg.kv_heads() * cfg.head_dim();
+  const int64_t q_width = m.n_heads * m.head_dim(), kv_width = m.kv_heads() * m.head_dim();
   ParamCounts c;
   c.embedding = m.vocab_size * d;
   c.head = m.tie_embeddings ? 0 : m.vocab_size * d;
   c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d);
   c.norms = (2 * layers + 1) * d;
-  if (m.qk_norm == "head") c.norms += layers * 2 * cfg.head_dim();
-  if (m.qk_norm == "full") c.norms += layers * (q_width + kv_width);
+  if (m.qk_norm == QkNorm::kHead) c.norms += layers * 2 * m.head_dim();
+  if (m.qk_norm == QkNorm::kFull) c.norms += layers * (q_width + kv_width);
   const int64_t swiglu_per_width = 3 * d;  // w1, w3: [h, d]; w2: [d, h]
   const int64_t moe_layers = cfg.moe_layers();
   if (moe_layers > 0) {
@@ -91,7 +91,7 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
                    [](Config& c, int64_t w) { c.model.d_ff = w; });
   }
   if (knob == "d_model") {
-    const int64_t step = std::lcm(2 * base.model.n_heads, base.kv_heads());
+    const int64_t step = std::lcm(2 * base.model.n_heads, base.model.kv_heads());
     // total grows at least linearly in d_model (embedding), so the search is bounded.
     int64_t hi = step;
     Config probe = base;

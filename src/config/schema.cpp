@@ -48,11 +48,19 @@ Field flag(std::string key, bool* p, std::string help) {
   return f;
 }
 
-Field text(std::string key, std::string* p, std::vector<std::string> choices, std::string help) {
+Field text(std::string key, std::string* p, std::string help) {
   Field f;
   f.key = std::move(key);
   f.value = p;
-  f.choices = std::move(choices);
+  f.help = std::move(help);
+  return f;
+}
+
+template <typename E>
+Field choice(std::string key, E* p, std::string help) {
+  Field f;
+  f.key = std::move(key);
+  f.value = Choice::of(p);
   f.help = std::move(help);
   return f;
 }
@@ -66,33 +74,10 @@ std::string format_number(double v) {
   return s;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::vector<Field> source_fields(const std::string& prefix, DataSource& s) {
   return {
-      text(prefix + ".name", &s.name, {}, "label in metrics (\"\" = the last component of dir)"),
-      text(prefix + ".dir", &s.dir, {}, "prepared dataset folder"),
+      text(prefix + ".name", &s.name, "label in metrics (\"\" = the last component of dir)"),
+      text(prefix + ".dir", &s.dir, "prepared dataset folder"),
       real(prefix + ".weight", &s.weight, 0, true, "relative share of the training sequences"),
       integer(prefix + ".max_unique_tokens", &s.max_unique_tokens, 0,
               "> 0: only its first N tokens, repeated as epochs"),
@@ -101,9 +86,9 @@ std::vector<Field> source_fields(const std::string& prefix, DataSource& s) {
 
 std::vector<Field> eval_set_fields(const std::string& prefix, EvalSet& s) {
   return {
-      text(prefix + ".name", &s.name, {}, "its val.csv column is val_loss/<name>"),
-      text(prefix + ".dir", &s.dir, {}, "prepared dataset folder"),
-      text(prefix + ".split", &s.split, {}, "split evaluated"),
+      text(prefix + ".name", &s.name, "its val.csv column is val_loss/<name>"),
+      text(prefix + ".dir", &s.dir, "prepared dataset folder"),
+      text(prefix + ".split", &s.split, "split evaluated"),
   };
 }
 
@@ -126,14 +111,36 @@ TableList table_list(std::string key, std::vector<T>* items,
 
 }  // namespace
 
+std::string toml_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string Field::allowed() const {
   std::ostringstream os;
   if (std::holds_alternative<bool*>(value)) return "true or false";
-  if (auto* const* s = std::get_if<std::string*>(&value)) {
-    (void)s;
-    if (choices.empty()) return "a string";
+  if (std::holds_alternative<std::string*>(value)) return "a string";
+  if (const auto* c = std::get_if<Choice>(&value)) {
     os << "one of ";
-    for (size_t i = 0; i < choices.size(); ++i) os << (i ? ", " : "") << quote(choices[i]);
+    for (size_t i = 0; i < c->names.size(); ++i) os << (i ? ", " : "") << toml_string(c->names[i]);
     return os.str();
   }
   if (std::holds_alternative<std::vector<int64_t>*>(value)) {
@@ -158,11 +165,6 @@ std::string Field::check() const {
   } else if (auto* const* d = std::get_if<double*>(&value)) {
     v = **d;
     if (!std::isfinite(v)) return "must be finite";
-  } else if (auto* const* s = std::get_if<std::string*>(&value)) {
-    if (choices.empty()) return "";
-    for (const auto& c : choices)
-      if (c == **s) return "";
-    return "expected " + allowed();
   } else if (auto* const* list = std::get_if<std::vector<int64_t>*>(&value)) {
     for (int64_t x : **list)
       if (x < *min) return "expected " + allowed();
@@ -186,7 +188,8 @@ std::string Field::value_string() const {
     }
     return out + "]";
   }
-  return quote(*std::get<std::string*>(value));
+  if (const auto* c = std::get_if<Choice>(&value)) return toml_string(c->get());
+  return toml_string(*std::get<std::string*>(value));
 }
 
 std::vector<std::string> schema_sections() {
@@ -213,8 +216,8 @@ std::vector<Field> schema(Config& c) {
       integer("model.seq_len", &m.seq_len, 1, "context length in tokens"),
       real("model.rope_theta", &m.rope_theta, 0, true, "RoPE base"),
       real("model.norm_eps", &m.norm_eps, 0, true, "RMSNorm epsilon"),
-      text("model.qk_norm", &m.qk_norm, {"none", "head", "full"},
-           "RMSNorm on queries and keys before RoPE: per head (Qwen3) or whole (OLMoE)"),
+      choice("model.qk_norm", &m.qk_norm,
+             "RMSNorm on queries and keys before RoPE: per head (Qwen3) or whole (OLMoE)"),
       flag("model.tie_embeddings", &m.tie_embeddings, "share embedding and output head"),
       real("model.init_std", &m.init_std, 0, true, "std of the normal initialisation"),
       flag("model.scaled_residual_init", &m.scaled_residual_init,
@@ -232,31 +235,31 @@ std::vector<Field> schema(Config& c) {
               "the first layers keep a dense FFN (DeepSeek's first_k_dense_replace)"),
       integer("moe.layer_interval", &e.layer_interval, 1,
               "after those, every n-th layer is MoE, the rest dense (Qwen's decoder_sparse_step)"),
-      text("moe.gate", &e.gate, {"topk_softmax", "full_softmax"},
-           "gate weights: normalised over the chosen k, or the scores as they are"),
-      text("moe.score", &e.score, {"softmax", "sigmoid"},
-           "router scores: softmax over experts, or a sigmoid each (DeepSeek-V3)"),
+      choice("moe.gate", &e.gate,
+             "gate weights: normalised over the chosen k, or the scores as they are"),
+      choice("moe.score", &e.score,
+             "router scores: softmax over experts, or a sigmoid each (DeepSeek-V3)"),
       real("moe.route_scale", &e.route_scale, 0, true, "gate weights times this"),
       real("moe.capacity_factor", &e.capacity_factor, 0, false, "0 = dropless"),
-      text("moe.drop_policy", &e.drop_policy, {"position", "score"},
-           "over capacity: keep assignments in token order or by router score"),
-      text("moe.balance", &e.balance, {"switch", "sequence", "aux_free", "none"},
-           "load balancing: Switch loss per batch or per sequence, routing bias, or none"),
+      choice("moe.drop_policy", &e.drop_policy,
+             "over capacity: keep assignments in token order or by router score"),
+      choice("moe.balance", &e.balance,
+             "load balancing: Switch loss per batch or per sequence, routing bias, or none"),
       real("moe.aux_loss_coef", &e.aux_loss_coef, 0, false, "load-balancing alpha"),
       real("moe.bias_update_rate", &e.bias_update_rate, 0, true,
            "aux_free: routing-bias step per optimizer step"),
       real("moe.z_loss_coef", &e.z_loss_coef, 0, false, "router z-loss beta"),
-      text("moe.stats", &e.stats, {"global", "micro_batch"}, "load-balance statistics scope"),
-      text("data.dir", &d.dir, {}, "prepared dataset folder"),
-      text("data.train_split", &d.train_split, {}, "split trained on"),
-      text("data.val_split", &d.val_split, {}, "split evaluated on"),
+      choice("moe.stats", &e.stats, "load-balance statistics scope"),
+      text("data.dir", &d.dir, "prepared dataset folder"),
+      text("data.train_split", &d.train_split, "split trained on"),
+      text("data.val_split", &d.val_split, "split evaluated on"),
       integer("data.prefetch", &d.prefetch, 1, "batches read ahead"),
       integer("data.max_unique_tokens", &d.max_unique_tokens, 0,
               "> 0: train on the first N tokens of the split only, reshuffled every epoch"),
       integer("train.seed", &t.seed, 0, "seed for weights and data order"),
-      text("train.device", &t.device, {"cpu", "cuda"}, "where tensors live"),
-      text("train.precision", &t.precision, {"auto", "fp32", "bf16"},
-           "compute precision; auto = bf16 where bf16 matmul is native (CUDA, AMX, AVX512-BF16)"),
+      choice("train.device", &t.device, "where tensors live"),
+      choice("train.precision", &t.precision,
+             "compute precision; auto = bf16 where bf16 matmul is native (CUDA, AMX, AVX512-BF16)"),
       integer("train.max_steps", &t.max_steps, 1, "optimizer steps"),
       real("train.compute_budget", &t.compute_budget, 0, false,
            "training FLOPs; > 0 sets max_steps = budget / (FLOPs per token x batch tokens)"),
@@ -267,23 +270,22 @@ std::vector<Field> schema(Config& c) {
       integer("train.threads", &t.threads, 0, "intra-op threads per rank (0 = default)"),
       integer("train.max_nonfinite_steps", &t.max_nonfinite_steps, 1,
               "stop after this many non-finite losses in a row"),
-      text("train.out_dir", &t.out_dir, {}, "run folder"),
-      text("train.init_from", &t.init_from, {},
+      text("train.out_dir", &t.out_dir, "run folder"),
+      text("train.init_from", &t.init_from,
            "checkpoint whose weights a fresh run starts from (moelab upcycle / convert write one)"),
       integers(
           "train.profile_steps", &t.profile_steps, 1,
           "[first, last]: steps traced by LibTorch's profiler into <run>/profile/ ([] = none)"),
-      text("train.profile_ranks", &t.profile_ranks, {"rank0", "all"}, "ranks that write a trace"),
-      text("train.activation_checkpointing", &t.activation_checkpointing, {"none", "full", "moe"},
-           "recompute in backward instead of keeping: every block, or each MoE FFN"),
+      choice("train.profile_ranks", &t.profile_ranks, "ranks that write a trace"),
+      choice("train.activation_checkpointing", &t.activation_checkpointing,
+             "recompute in backward instead of keeping: every block, or each MoE FFN"),
       integer("train.memory_snapshot_step", &t.memory_snapshot_step, 0,
               "cuda: step after which the allocator snapshot is written (0 = none)"),
       real("optim.lr", &o.lr, 0, true, "peak learning rate"),
-      text("optim.schedule", &o.schedule, {"cosine", "linear", "constant", "wsd"},
-           "learning-rate schedule after the warmup"),
+      choice("optim.schedule", &o.schedule, "learning-rate schedule after the warmup"),
       real("optim.decay_fraction", &o.decay_fraction, 0, false,
            "wsd: the last fraction of max_steps that decays", 1.0),
-      text("optim.decay_shape", &o.decay_shape, {"linear", "sqrt"}, "wsd: the decay's shape"),
+      choice("optim.decay_shape", &o.decay_shape, "wsd: the decay's shape"),
       real("optim.min_lr_ratio", &o.min_lr_ratio, 0, false, "decay floor as a fraction of lr", 1.0),
       integer("optim.warmup_steps", &o.warmup_steps, 0, "linear warmup steps"),
       real("optim.beta1", &o.beta1, 0, false, "AdamW beta1", 0.999999),
@@ -292,7 +294,7 @@ std::vector<Field> schema(Config& c) {
       real("optim.weight_decay", &o.weight_decay, 0, false, "decoupled weight decay (matrices)"),
       real("optim.grad_clip", &o.grad_clip, 0, false, "global gradient norm bound (0 = off)"),
       integer("parallel.ep", &p.ep, 1, "expert-parallel group size"),
-      text("parallel.backend", &p.backend, {"auto", "mpi", "nccl"}, "collective backend"),
+      choice("parallel.backend", &p.backend, "collective backend"),
       real("parallel.timeout_s", &p.timeout_s, 0, true,
            "seconds a collective may wait for its peers before the job ends"),
       flag("parallel.overlap_grad_sync", &p.overlap_grad_sync,
@@ -303,13 +305,13 @@ std::vector<Field> schema(Config& c) {
       integer("eval.max_windows", &v.max_windows, 0, "validation windows (0 = all)"),
       integer("eval.batch_seqs", &v.batch_seqs, 1, "sequences per evaluation batch"),
       integer("log.interval", &l.interval, 1, "steps between metrics lines"),
-      text("log.progress", &l.progress, {"auto", "bar", "plain", "off"}, "progress display"),
-      text("log.level", &l.level, {"debug", "info", "warn", "error"}, "log level"),
+      choice("log.progress", &l.progress, "progress display"),
+      choice("log.level", &l.level, "log level"),
       flag("log.tensorboard", &l.tensorboard,
            "rank 0 writes TensorBoard event files into <run>/tb/"),
       integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
       integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
-      text("checkpoint.resume", &k.resume, {}, "\"none\", \"auto\" or a checkpoint folder"),
+      text("checkpoint.resume", &k.resume, "\"none\", \"auto\" or a checkpoint folder"),
   };
 }
 

@@ -13,13 +13,30 @@
 
 namespace moelab {
 
+// A key bound to an enum member (config/choices.h), read and written by the
+// names of its table.
+struct Choice {
+  std::vector<std::string> names;  // what the key accepts, in message order
+  std::function<std::string()> get;
+  std::function<bool(const std::string&)> set;  // false (value kept) for an unknown name
+
+  template <typename E>
+  static Choice of(E* member) {
+    return {choice_names<E>(), [member] { return choice_name(*member); },
+            [member](const std::string& name) {
+              const auto value = parse_choice<E>(name);
+              if (value) *member = *value;
+              return value.has_value();
+            }};
+  }
+};
+
 struct Field {
   std::string key;  // "section.name"
-  std::variant<int64_t*, double*, bool*, std::string*, std::vector<int64_t>*> value;
+  std::variant<int64_t*, double*, bool*, std::string*, std::vector<int64_t>*, Choice> value;
   std::optional<double> min;  // numbers (and list entries): smallest allowed value (inclusive)
   std::optional<double> max;  // numbers: largest allowed value (inclusive)
   bool min_exclusive = false;
-  std::vector<std::string> choices;  // strings: allowed values (empty = any)
   std::string help;
 
   std::string section() const { return key.substr(0, key.find('.')); }
@@ -30,6 +47,9 @@ struct Field {
   std::string check() const;
   std::string value_string() const;  // the current value, TOML-formatted
 };
+
+// `text` as a TOML basic string: quoted, with quotes, backslashes, newlines and tabs escaped.
+std::string toml_string(const std::string& text);
 
 // The fields of `cfg`, bound to its members, in dump order.
 std::vector<Field> schema(Config& cfg);

@@ -69,7 +69,7 @@ Config moe_config_from_dense(const Config& dense, MoeConfig moe, int64_t experts
 
 TensorMap moe_weights_from_dense(const DenseCheckpoint& dense, const Config& moe_cfg,
                                  const MakeExperts& make_experts, double router_std) {
-  Transformer model(moe_cfg);
+  Transformer model(model_settings(moe_cfg));
   torch::NoGradGuard no_grad;
   TensorMap out;
   for (const auto& p : model->named_weights()) out[p.key()] = p.value().detach().clone();

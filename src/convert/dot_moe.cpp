@@ -50,8 +50,8 @@ struct DotState {
 
 DotResult dot_calibrate(const DenseCheckpoint& dense, const DotOptions& o) {
   Config cfg = dense.cfg;
-  cfg.train.precision = "fp32";
-  Transformer model(cfg);
+  cfg.train.precision = Precision::kFp32;
+  Transformer model(model_settings(cfg));
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model->named_parameters()) p.value().copy_(dense.tensors.at(p.key()));

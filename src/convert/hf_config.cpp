@@ -44,23 +44,24 @@ void refuse_unless(bool ok, HfFamily family, const std::string& checkpoint,
 // to equal experts, drops nothing and has no routing bias.
 void refuse_routing(const MoeConfig& e, HfFamily family, const std::string& checkpoint) {
   const std::string name = short_name(family);
-  refuse_unless(e.score == "softmax", family, checkpoint,
-                "moe.score = \"" + e.score + "\" (" + name + "'s router is a softmax)");
+  refuse_unless(
+      e.score == Score::kSoftmax, family, checkpoint,
+      "moe.score = \"" + choice_name(e.score) + "\" (" + name + "'s router is a softmax)");
   refuse_unless(e.route_scale == 1.0, family, checkpoint,
                 fmt::format("moe.route_scale = {} ({} has no scale)", e.route_scale, name));
   refuse_unless(e.expert_widths.empty(), family, checkpoint,
                 "moe.expert_widths (" + name + "'s experts are equal)");
   refuse_unless(e.capacity_factor == 0, family, checkpoint,
                 "moe.capacity_factor > 0 (" + name + " drops no tokens)");
-  refuse_unless(e.balance != "aux_free", family, checkpoint,
+  refuse_unless(e.balance != Balance::kAuxFree, family, checkpoint,
                 "moe.balance = \"aux_free\" (" + name + " has no routing bias)");
 }
 
 // The QK-norm each family has: none, per head or over the whole projection.
-std::string family_qk_norm(HfFamily family) {
-  if (family == HfFamily::Qwen3Moe) return "head";
-  if (family == HfFamily::Olmoe) return "full";
-  return "none";
+QkNorm family_qk_norm(HfFamily family) {
+  if (family == HfFamily::Qwen3Moe) return QkNorm::kHead;
+  if (family == HfFamily::Olmoe) return QkNorm::kFull;
+  return QkNorm::kNone;
 }
 
 json common_config_json(const Config& cfg) {
@@ -69,8 +70,8 @@ json common_config_json(const Config& cfg) {
           {"hidden_size", m.d_model},
           {"num_hidden_layers", m.n_layers},
           {"num_attention_heads", m.n_heads},
-          {"num_key_value_heads", cfg.kv_heads()},
-          {"head_dim", cfg.head_dim()},
+          {"num_key_value_heads", cfg.model.kv_heads()},
+          {"head_dim", cfg.model.head_dim()},
           {"hidden_act", "silu"},
           {"max_position_embeddings", m.seq_len},
           {"rms_norm_eps", m.norm_eps},
@@ -102,7 +103,7 @@ void add_moe_keys(json& j, const Config& cfg, HfFamily family) {
     return;
   }
   j["num_experts"] = e.num_experts;
-  j["norm_topk_prob"] = e.gate == "topk_softmax";
+  j["norm_topk_prob"] = e.gate == Gate::kTopkSoftmax;
   j["attention_bias"] = false;
   if (family == HfFamily::Olmoe) {
     j["intermediate_size"] = e.d_expert;
@@ -158,23 +159,25 @@ std::string hf_architecture(HfFamily family) {
 
 HfFamily export_family(const Config& cfg) {
   if (!cfg.moe.enabled) return HfFamily::Llama;
-  if (cfg.model.qk_norm == "full") return HfFamily::Olmoe;
-  if (cfg.model.qk_norm == "head") return HfFamily::Qwen3Moe;
+  if (cfg.model.qk_norm == QkNorm::kFull) return HfFamily::Olmoe;
+  if (cfg.model.qk_norm == QkNorm::kHead) return HfFamily::Qwen3Moe;
   const bool mixtral =
-      cfg.moe.gate == "topk_softmax" && cfg.moe.shared_width() == 0 && all_moe(cfg);
+      cfg.moe.gate == Gate::kTopkSoftmax && cfg.moe.shared_width() == 0 && all_moe(cfg);
   return mixtral ? HfFamily::Mixtral : HfFamily::Qwen2Moe;
 }
 
 void refuse_inexpressible(const Config& cfg, HfFamily family, const std::string& checkpoint) {
   const std::string name = short_name(family);
-  const std::string qk = family_qk_norm(family);
+  const QkNorm qk = family_qk_norm(family);
   refuse_unless(cfg.model.qk_norm == qk, family, checkpoint,
-                "model.qk_norm = \"" + cfg.model.qk_norm + "\" (" + name + "'s is \"" + qk + "\")");
+                "model.qk_norm = \"" + choice_name(cfg.model.qk_norm) + "\" (" + name + "'s is \"" +
+                    choice_name(qk) + "\")");
   if (family == HfFamily::Llama) return;
   refuse_routing(cfg.moe, family, checkpoint);
   if (family == HfFamily::Mixtral) {
-    refuse_unless(cfg.moe.gate == "topk_softmax", family, checkpoint,
-                  "moe.gate = \"" + cfg.moe.gate + "\" (Mixtral renormalises the top-k)");
+    refuse_unless(
+        cfg.moe.gate == Gate::kTopkSoftmax, family, checkpoint,
+        "moe.gate = \"" + choice_name(cfg.moe.gate) + "\" (Mixtral renormalises the top-k)");
   }
   if (family != HfFamily::Qwen2Moe) {
     refuse_unless(cfg.moe.shared_width() == 0, family, checkpoint,

@@ -112,7 +112,8 @@ void moe_keys(const json& j, HfFamily family, Config& cfg, const std::string& pa
   e.d_expert = config_value<int64_t>(j, qwen ? "moe_intermediate_size" : "intermediate_size", path);
   if (family != HfFamily::Mixtral) {
     // Qwen's and OLMoE's default is false.
-    e.gate = optional_value(j, "norm_topk_prob", false, path) ? "topk_softmax" : "full_softmax";
+    e.gate =
+        optional_value(j, "norm_topk_prob", false, path) ? Gate::kTopkSoftmax : Gate::kFullSoftmax;
   }
   if (qwen) qwen_layer_pattern(j, cfg, path);
   if (family == HfFamily::Qwen2Moe) {
@@ -143,8 +144,8 @@ void refuse_family_keys(const json& j, HfFamily family, Config& cfg, const std::
 Config config_from_hf(const json& j, HfFamily family, const std::string& path) {
   Config cfg = common_config(j, path);
   refuse_family_keys(j, family, cfg, path);
-  if (family == HfFamily::Qwen3Moe) cfg.model.qk_norm = "head";
-  if (family == HfFamily::Olmoe) cfg.model.qk_norm = "full";
+  if (family == HfFamily::Qwen3Moe) cfg.model.qk_norm = QkNorm::kHead;
+  if (family == HfFamily::Olmoe) cfg.model.qk_norm = QkNorm::kFull;
   if (family != HfFamily::Llama) moe_keys(j, family, cfg, path);
   return cfg;
 }

@@ -24,18 +24,18 @@ struct Builder {
   }
 
   void attention(const std::string& ours, const std::string& theirs) {
-    const int64_t d = cfg.model.d_model, q = cfg.model.n_heads * cfg.head_dim();
-    const int64_t kv = cfg.kv_heads() * cfg.head_dim();
+    const int64_t d = cfg.model.d_model, q = cfg.model.n_heads * cfg.model.head_dim();
+    const int64_t kv = cfg.model.kv_heads() * cfg.model.head_dim();
     link(ours + ".attn.wq", theirs + ".self_attn.q_proj.weight", {q, d});
     link(ours + ".attn.wk", theirs + ".self_attn.k_proj.weight", {kv, d});
     link(ours + ".attn.wv", theirs + ".self_attn.v_proj.weight", {kv, d});
     link(ours + ".attn.wo", theirs + ".self_attn.o_proj.weight", {d, q});
-    if (cfg.model.qk_norm != "none") {
-      const bool head = cfg.model.qk_norm == "head";
+    if (cfg.model.qk_norm != QkNorm::kNone) {
+      const bool head = cfg.model.qk_norm == QkNorm::kHead;
       link(ours + ".attn.q_norm.weight", theirs + ".self_attn.q_norm.weight",
-           {head ? cfg.head_dim() : q});
+           {head ? cfg.model.head_dim() : q});
       link(ours + ".attn.k_norm.weight", theirs + ".self_attn.k_norm.weight",
-           {head ? cfg.head_dim() : kv});
+           {head ? cfg.model.head_dim() : kv});
     }
     if (family == HfFamily::Qwen2Moe) {
       map.zeros.push_back({theirs + ".self_attn.q_proj.bias", {q}});

@@ -53,22 +53,22 @@ torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k,
   return torch::cat(contexts, 1).view({batch, heads, seq, hd});
 }
 
-AttentionImpl::AttentionImpl(const Config& cfg)
-    : n_heads_(cfg.model.n_heads),
+AttentionImpl::AttentionImpl(const ModelConfig& cfg)
+    : n_heads_(cfg.n_heads),
       n_kv_heads_(cfg.kv_heads()),
       head_dim_(cfg.head_dim()),
-      rope_(make_rope_tables(cfg.model.seq_len, cfg.head_dim(), cfg.model.rope_theta)) {
-  const int64_t d = cfg.model.d_model;
+      rope_(make_rope_tables(cfg.seq_len, cfg.head_dim(), cfg.rope_theta)) {
+  const int64_t d = cfg.d_model;
   wq = register_parameter("wq", torch::empty({n_heads_ * head_dim_, d}));
   wk = register_parameter("wk", torch::empty({n_kv_heads_ * head_dim_, d}));
   wv = register_parameter("wv", torch::empty({n_kv_heads_ * head_dim_, d}));
   wo = register_parameter("wo", torch::empty({d, n_heads_ * head_dim_}));
-  if (cfg.model.qk_norm != "none") {
-    norm_per_head_ = cfg.model.qk_norm == "head";
+  if (cfg.qk_norm != QkNorm::kNone) {
+    norm_per_head_ = cfg.qk_norm == QkNorm::kHead;
     const int64_t q_dim = norm_per_head_ ? head_dim_ : n_heads_ * head_dim_;
     const int64_t k_dim = norm_per_head_ ? head_dim_ : n_kv_heads_ * head_dim_;
-    q_norm = register_module("q_norm", RMSNorm(q_dim, cfg.model.norm_eps));
-    k_norm = register_module("k_norm", RMSNorm(k_dim, cfg.model.norm_eps));
+    q_norm = register_module("q_norm", RMSNorm(q_dim, cfg.norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(k_dim, cfg.norm_eps));
   }
 }
 

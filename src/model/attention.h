@@ -13,7 +13,7 @@ namespace moelab {
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  explicit AttentionImpl(const Config& cfg);
+  explicit AttentionImpl(const ModelConfig& cfg);
   // x: [B, S, d] in the compute dtype; returns [B, S, d] in the same dtype.
   torch::Tensor forward(const torch::Tensor& x);
 

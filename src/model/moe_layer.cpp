@@ -6,25 +6,23 @@
 
 namespace moelab {
 
-MoeLayerImpl::MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> dispatcher,
-                           ReduceMean reduce_mean)
+MoeLayerImpl::MoeLayerImpl(int64_t d, const MoeConfig& moe,
+                           std::shared_ptr<TokenDispatcher> dispatcher, ReduceMean reduce_mean)
     : dispatcher_(std::move(dispatcher)),
       reduce_mean_(std::move(reduce_mean)),
-      balance_(cfg.moe.balance),
-      aux_coef_(cfg.moe.aux_loss_coef),
-      z_coef_(cfg.moe.z_loss_coef),
-      bias_rate_(cfg.moe.bias_update_rate) {
-  const int64_t d = cfg.model.d_model;
-  router =
-      register_module("router", Router(d, cfg.moe.num_experts, cfg.moe.top_k, cfg.moe.gate,
-                                       cfg.moe.capacity_factor, cfg.moe.drop_policy,
-                                       balance_ == "aux_free", cfg.moe.score, cfg.moe.route_scale));
+      balance_(moe.balance),
+      aux_coef_(moe.aux_loss_coef),
+      z_coef_(moe.z_loss_coef),
+      bias_rate_(moe.bias_update_rate) {
+  router = register_module(
+      "router", Router(d, moe.num_experts, moe.top_k, moe.gate, moe.capacity_factor,
+                       moe.drop_policy, balance_ == Balance::kAuxFree, moe.score, moe.route_scale));
   const auto ids = dispatcher_->local_expert_ids();
   std::vector<int64_t> widths;
-  for (int64_t gid : ids) widths.push_back(cfg.moe.expert_width(gid));
+  for (int64_t gid : ids) widths.push_back(moe.expert_width(gid));
   experts = register_module("experts", Experts(d, widths, ids));
-  if (cfg.moe.shared_width() > 0) {
-    shared = register_module("shared", SwiGLU(d, cfg.moe.shared_width()));
+  if (moe.shared_width() > 0) {
+    shared = register_module("shared", SwiGLU(d, moe.shared_width()));
   }
 }
 
@@ -105,9 +103,9 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
     if (reduce_mean_) stats = reduce_mean_(stats);
   }
   const auto load = stats.narrow(0, 0, num_experts);
-  if (balance_ == "switch") {
+  if (balance_ == Balance::kSwitch) {
     out.aux_loss = aux_coef_ * num_experts * (load * route.probs.mean(0)).sum();
-  } else if (balance_ == "sequence") {
+  } else if (balance_ == Balance::kSequence) {
     out.aux_loss = sequence_balance_loss(route, seq_len);
   } else {
     out.aux_loss = torch::zeros({}, route.probs.options());

@@ -56,7 +56,8 @@ struct MoeOutput {
 
 class MoeLayerImpl : public torch::nn::Module {
  public:
-  MoeLayerImpl(const Config& cfg, std::shared_ptr<TokenDispatcher> dispatcher,
+  // d: model.d_model, the width of the tokens routed.
+  MoeLayerImpl(int64_t d, const MoeConfig& moe, std::shared_ptr<TokenDispatcher> dispatcher,
                ReduceMean reduce_mean);
   // x: [T, d] normalised hidden states in the master dtype (the router runs on
   // them), T/seq_len sequences of seq_len tokens each (0: one sequence);
@@ -76,7 +77,7 @@ class MoeLayerImpl : public torch::nn::Module {
 
   std::shared_ptr<TokenDispatcher> dispatcher_;
   ReduceMean reduce_mean_;
-  std::string balance_;
+  Balance balance_;
   double aux_coef_, z_coef_, bias_rate_;
   torch::Tensor step_load_;  // aux_free: load summed over this step's micro-batches
 };

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "config/choices.h"
 #include "util/cpu_features.h"
 
 namespace moelab {
@@ -18,13 +19,13 @@ namespace moelab {
 bool bf16_is_native(const torch::Device& device, const CpuFeatures& cpu = cpu_features());
 
 struct PrecisionChoice {
-  std::string precision;  // "fp32" or "bf16"
-  std::string reason;     // for the start-up log, e.g. "auto: CPU has avx512_bf16"
+  Precision precision;  // kFp32 or kBf16, never kAuto (choice_name spells it for logs)
+  std::string reason;   // for the start-up log, e.g. "auto: CPU has avx512_bf16"
 };
 
-// Resolves "auto" on `device` with `cpu`'s features; "fp32" and "bf16" are kept
+// Resolves kAuto on `device` with `cpu`'s features; kFp32 and kBf16 are kept
 // as they are.
-PrecisionChoice resolve_precision(const std::string& requested, const torch::Device& device,
+PrecisionChoice resolve_precision(Precision requested, const torch::Device& device,
                                   const CpuFeatures& cpu = cpu_features());
 
 }  // namespace moelab

@@ -14,30 +14,19 @@ torch::Tensor normalised(const torch::Tensor& weights) {
 
 }  // namespace
 
-RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
-                       double capacity_factor, std::string drop_policy, bool selection_bias,
-                       std::string score, double route_scale)
+RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, Gate gate,
+                       double capacity_factor, DropPolicy drop_policy, bool selection_bias,
+                       Score score, double route_scale)
     : num_experts_(num_experts),
       top_k_(top_k),
-      gate_(std::move(gate)),
+      gate_(gate),
       capacity_factor_(capacity_factor),
-      drop_policy_(std::move(drop_policy)),
-      sigmoid_(score == "sigmoid"),
+      drop_policy_(drop_policy),
+      sigmoid_(score == Score::kSigmoid),
       route_scale_(route_scale) {
-  if (score != "softmax" && score != "sigmoid") {
-    throw InputError("moe.score: expected \"softmax\" or \"sigmoid\", got \"" + score + "\"");
-  }
-  if (gate_ != "topk_softmax" && gate_ != "full_softmax") {
-    throw InputError("moe.gate: expected \"topk_softmax\" or \"full_softmax\", got \"" + gate_ +
-                     "\"");
-  }
   if (top_k_ < 1 || top_k_ > num_experts_) {
     throw InputError("moe.top_k: expected 1 <= top_k <= num_experts (" +
                      std::to_string(num_experts_) + "), got " + std::to_string(top_k_));
-  }
-  if (drop_policy_ != "position" && drop_policy_ != "score") {
-    throw InputError("moe.drop_policy: expected \"position\" or \"score\", got \"" + drop_policy_ +
-                     "\"");
   }
   weight = register_parameter("weight", torch::empty({num_experts, d_model}));
   if (selection_bias) bias = register_buffer("bias", torch::zeros({num_experts}));
@@ -64,7 +53,7 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
   if (bias.defined()) choice = choice + bias.to(choice.scalar_type());
   const auto top_ids = std::get<1>(choice.topk(top_k_, -1));
   out.expert_ids = top_ids;
-  if (gate_ == "topk_softmax") {
+  if (gate_ == Gate::kTopkSoftmax) {
     out.gates = sigmoid_ ? normalised(scores.gather(-1, top_ids))
                          : torch::softmax(out.logits.gather(-1, top_ids), -1);
   } else {
@@ -75,8 +64,9 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
     const int64_t assignments = x.size(0) * top_k_;
     const auto capacity = static_cast<int64_t>(
         std::ceil(capacity_factor_ * static_cast<double>(assignments) / num_experts_));
-    const auto priority =
-        drop_policy_ == "score" ? out.probs.detach().gather(-1, top_ids) : torch::Tensor();
+    const auto priority = drop_policy_ == DropPolicy::kScore
+                              ? out.probs.detach().gather(-1, top_ids)
+                              : torch::Tensor();
     out.kept_ids = apply_capacity(top_ids, num_experts_, capacity, priority);
   } else {
     out.kept_ids = top_ids;

@@ -27,7 +27,7 @@
 
 #include <torch/torch.h>
 
-#include <string>
+#include "config/choices.h"
 
 namespace moelab {
 
@@ -42,9 +42,9 @@ struct RouterOutput {
 
 class RouterImpl : public torch::nn::Module {
  public:
-  RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, std::string gate,
-             double capacity_factor, std::string drop_policy = "position",
-             bool selection_bias = false, std::string score = "softmax", double route_scale = 1.0);
+  RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, Gate gate, double capacity_factor,
+             DropPolicy drop_policy = DropPolicy::kPosition, bool selection_bias = false,
+             Score score = Score::kSoftmax, double route_scale = 1.0);
   // x: [T, d]; the router computes in x's dtype promoted to at least fp32.
   RouterOutput forward(const torch::Tensor& x);
 
@@ -56,9 +56,9 @@ class RouterImpl : public torch::nn::Module {
 
  private:
   int64_t num_experts_, top_k_;
-  std::string gate_;
+  Gate gate_;
   double capacity_factor_;
-  std::string drop_policy_;
+  DropPolicy drop_policy_;
   bool sigmoid_;
   double route_scale_;
 };

@@ -19,12 +19,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-ActivationCheckpointing parse_checkpointing(const std::string& choice) {
-  if (choice == "full") return ActivationCheckpointing::kFull;
-  if (choice == "moe") return ActivationCheckpointing::kMoe;
-  return ActivationCheckpointing::kNone;
-}
-
 using Piece = std::function<torch::Tensor(const torch::Tensor&, ModelOutput&)>;
 
 // piece(x, out) with its activations recomputed in backward (model/
@@ -52,18 +46,31 @@ torch::Tensor run_checkpointed(const Piece& piece, const torch::Tensor& x, Model
 
 }  // namespace
 
-BlockImpl::BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx) {
-  attn_norm = register_module("attn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
-  attn = register_module("attn", Attention(cfg));
-  ffn_norm = register_module("ffn_norm", RMSNorm(cfg.model.d_model, cfg.model.norm_eps));
-  if (cfg.moe.is_moe_layer(layer)) {
-    auto dispatcher = ctx.make_dispatcher ? ctx.make_dispatcher(layer)
-                                          : std::make_shared<LocalDispatcher>(cfg.moe.num_experts);
-    moe = register_module("moe", MoeLayer(cfg, std::move(dispatcher), ctx.reduce_mean));
+ModelSettings model_settings(const Config& cfg) {
+  ModelSettings settings;
+  settings.model = cfg.model;
+  settings.moe = cfg.moe;
+  settings.precision = cfg.train.precision;
+  settings.checkpointing = cfg.train.activation_checkpointing;
+  settings.init_seed = cfg.train.seed;
+  return settings;
+}
+
+BlockImpl::BlockImpl(const ModelSettings& settings, int64_t layer, const MoeContext& ctx)
+    : checkpointing_(settings.checkpointing) {
+  const ModelConfig& m = settings.model;
+  attn_norm = register_module("attn_norm", RMSNorm(m.d_model, m.norm_eps));
+  attn = register_module("attn", Attention(m));
+  ffn_norm = register_module("ffn_norm", RMSNorm(m.d_model, m.norm_eps));
+  if (settings.moe.is_moe_layer(layer)) {
+    auto dispatcher = ctx.make_dispatcher
+                          ? ctx.make_dispatcher(layer)
+                          : std::make_shared<LocalDispatcher>(settings.moe.num_experts);
+    moe = register_module(
+        "moe", MoeLayer(m.d_model, settings.moe, std::move(dispatcher), ctx.reduce_mean));
   } else {
-    ffn = register_module("ffn", SwiGLU(cfg.model.d_model, cfg.model.d_ff));
+    ffn = register_module("ffn", SwiGLU(m.d_model, m.d_ff));
   }
-  checkpointing_ = parse_checkpointing(cfg.train.activation_checkpointing);
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h, c10::ScalarType compute_dtype,
@@ -129,24 +136,24 @@ torch::Tensor BlockImpl::forward_block(const torch::Tensor& h, c10::ScalarType c
   return x + y.to(x.scalar_type()).view(x.sizes());
 }
 
-TransformerImpl::TransformerImpl(const Config& cfg, MoeContext ctx)
-    : cfg_(cfg),
-      bf16_on_cpu_(resolve_precision(cfg.train.precision, torch::kCPU).precision == "bf16"),
-      bf16_on_cuda_(resolve_precision(cfg.train.precision, torch::kCUDA).precision == "bf16") {
-  const int64_t vocab = cfg.model.vocab_size, d = cfg.model.d_model;
+TransformerImpl::TransformerImpl(const ModelSettings& settings, MoeContext ctx)
+    : model_(settings.model),
+      bf16_on_cpu_(resolve_precision(settings.precision, torch::kCPU).precision ==
+                   Precision::kBf16),
+      bf16_on_cuda_(resolve_precision(settings.precision, torch::kCUDA).precision ==
+                    Precision::kBf16) {
+  const int64_t vocab = model_.vocab_size, d = model_.d_model;
   embedding = register_parameter("embedding", torch::empty({vocab, d}));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t l = 0; l < cfg.model.n_layers; ++l) layers->push_back(Block(cfg, l, ctx));
-  final_norm = register_module("final_norm", RMSNorm(d, cfg.model.norm_eps));
-  head =
-      cfg.model.tie_embeddings ? embedding : register_parameter("head", torch::empty({vocab, d}));
-  reset_parameters(cfg.train.seed);
+  for (int64_t l = 0; l < model_.n_layers; ++l) layers->push_back(Block(settings, l, ctx));
+  final_norm = register_module("final_norm", RMSNorm(d, model_.norm_eps));
+  head = model_.tie_embeddings ? embedding : register_parameter("head", torch::empty({vocab, d}));
+  reset_parameters(settings.init_seed);
 }
 
 void TransformerImpl::reset_parameters(int64_t seed) {
-  const double std = cfg_.model.init_std;
-  const double out_std =
-      cfg_.model.scaled_residual_init ? std / std::sqrt(2.0 * cfg_.model.n_layers) : std;
+  const double std = model_.init_std;
+  const double out_std = model_.scaled_residual_init ? std / std::sqrt(2.0 * model_.n_layers) : std;
   torch::NoGradGuard no_grad;
   for (auto& item : named_weights()) {
     const std::string& name = item.key();
@@ -214,9 +221,9 @@ torch::OrderedDict<std::string, torch::Tensor> TransformerImpl::named_rows(
 }
 
 ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets) {
-  if (tokens.dim() != 2 || tokens.size(1) > cfg_.model.seq_len) {
+  if (tokens.dim() != 2 || tokens.size(1) > model_.seq_len) {
     throw InputError("model: expected tokens [batch, seq <= model.seq_len = " +
-                     std::to_string(cfg_.model.seq_len) + "], got " + c10::str(tokens.sizes()));
+                     std::to_string(model_.seq_len) + "], got " + c10::str(tokens.sizes()));
   }
   const auto master = embedding.scalar_type();
   const bool bf16 = tokens.is_cuda() ? bf16_on_cuda_ : bf16_on_cpu_;

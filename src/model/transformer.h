@@ -44,12 +44,23 @@ struct MoeContext {  // how MoE layers reach other ranks; default = single rank
   ReduceMean reduce_mean;  // null = local statistics
 };
 
-// What a block recomputes in backward instead of keeping (train.activation_checkpointing).
-enum class ActivationCheckpointing { kNone, kFull, kMoe };
+// What a Transformer is built from: its architecture, how it computes and the
+// seed its parameters are drawn from; the rest of a run's Config is no concern
+// of the model's.
+struct ModelSettings {
+  ModelConfig model;
+  MoeConfig moe;
+  Precision precision = Precision::kAuto;  // train.precision, resolved per device once
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::kNone;
+  int64_t init_seed = 0;  // train.seed
+};
+
+// The model's settings from a run configuration.
+ModelSettings model_settings(const Config& cfg);
 
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const Config& cfg, int64_t layer, const MoeContext& ctx);
+  BlockImpl(const ModelSettings& settings, int64_t layer, const MoeContext& ctx);
   // h: [B, S, d] residual stream (master dtype). Appends MoE losses/stats to out.
   torch::Tensor forward(const torch::Tensor& h, c10::ScalarType compute_dtype, ModelOutput& out);
 
@@ -77,7 +88,7 @@ TORCH_MODULE(Block);
 
 class TransformerImpl : public torch::nn::Module {
  public:
-  TransformerImpl(const Config& cfg, MoeContext ctx = {});
+  TransformerImpl(const ModelSettings& settings, MoeContext ctx = {});
   // tokens [B, S] int64. With targets [B, S] the output holds lm_loss and no
   // logits: the head and the loss are fused (kernels/linear_cross_entropy.h),
   // equal to the mean token cross-entropy of the logits (fp32; double stays
@@ -114,7 +125,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::OrderedDict<std::string, torch::Tensor> named_rows(
       const std::function<torch::Tensor(const torch::Tensor&)>& of) const;
 
-  Config cfg_;
+  ModelConfig model_;
   // train.precision resolved once: bf16 matmuls on a CPU tensor, on a CUDA one
   // (otherwise the parameters' own dtype: fp32, or double in gradient checks).
   bool bf16_on_cpu_, bf16_on_cuda_;

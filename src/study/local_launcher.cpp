@@ -27,7 +27,7 @@ namespace {
 
 bool trains_on_cuda(const StudyPlan& plan) {
   for (const auto& run : plan.runs) {
-    if (run.cfg.train.device == "cuda") return true;
+    if (run.cfg.train.device == TrainDevice::kCuda) return true;
   }
   return false;
 }

@@ -74,10 +74,11 @@ void check_layout(const StudyPlan& plan, const SlurmSpec& s) {
   check_packing(plan, s);
   for (const auto& run : plan.runs) {
     const std::string variant = "variant '" + run.variant + "'";
-    const bool cuda = run.cfg.train.device == "cuda";
+    const bool cuda = run.cfg.train.device == TrainDevice::kCuda;
     if (s.gpus_per_node > 0 && !cuda) {
-      throw InputError(where + variant + " trains on train.device = \"" + run.cfg.train.device +
-                       "\" but " + slurm_key("gpus_per_node", s.gpus_per_node) +
+      throw InputError(where + variant + " trains on train.device = \"" +
+                       choice_name(run.cfg.train.device) + "\" but " +
+                       slurm_key("gpus_per_node", s.gpus_per_node) +
                        " asks for GPUs: set \"train.device\" = \"cuda\" in [study.set]");
     }
     if (s.gpus_per_node == 0 && cuda) {
@@ -85,7 +86,7 @@ void check_layout(const StudyPlan& plan, const SlurmSpec& s) {
                        " trains on train.device = \"cuda\" but [slurm] gpus_per_node is 0: "
                        "the job would get no GPU");
     }
-    if (cuda && run.cfg.parallel.backend == "mpi") {
+    if (cuda && run.cfg.parallel.backend == Backend::kMpi) {
       throw InputError(where + variant +
                        " sets parallel.backend = \"mpi\" on GPU nodes: the all-to-all and "
                        "gradient all-reduce must run over NCCL (\"auto\" or \"nccl\")");

@@ -29,7 +29,7 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
   ValidationSet val(dir, split, cfg.model.seq_len, opts.max_windows);
   check_vocab_matches(val.info(), cfg.model.vocab_size);
 
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   torch::NoGradGuard no_grad;
   // Parameters and buffers (routing biases steer which experts evaluate).
   auto tensors = model->named_weights();

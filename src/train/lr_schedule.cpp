@@ -3,48 +3,28 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/error.h"
-
 namespace moelab {
 
 LrSchedule::LrSchedule(const OptimConfig& cfg, int64_t max_steps)
     : lr_(cfg.lr),
       floor_(cfg.lr * cfg.min_lr_ratio),
       warmup_(std::max<int64_t>(cfg.warmup_steps, 0)),
-      max_steps_(max_steps) {
-  if (cfg.schedule == "cosine") {
-    kind_ = Kind::kCosine;
-  } else if (cfg.schedule == "linear") {
-    kind_ = Kind::kLinear;
-  } else if (cfg.schedule == "constant") {
-    kind_ = Kind::kConstant;
-  } else if (cfg.schedule == "wsd") {
-    kind_ = Kind::kWsd;
-  } else {
-    throw InputError("optim.schedule = \"" + cfg.schedule +
-                     "\": expected \"cosine\", \"linear\", \"constant\" or \"wsd\"");
-  }
-  if (cfg.decay_shape == "linear") {
-    shape_ = DecayShape::kLinear;
-  } else if (cfg.decay_shape == "sqrt") {
-    shape_ = DecayShape::kSqrt;
-  } else {
-    throw InputError("optim.decay_shape = \"" + cfg.decay_shape +
-                     "\": expected \"linear\" or \"sqrt\"");
-  }
+      max_steps_(max_steps),
+      kind_(cfg.schedule),
+      shape_(cfg.decay_shape) {
   const auto decay_steps = int64_t(std::llround(cfg.decay_fraction * double(max_steps)));
-  decay_start_ = kind_ == Kind::kWsd ? std::max(warmup_, max_steps - decay_steps) : warmup_;
+  decay_start_ = kind_ == Schedule::kWsd ? std::max(warmup_, max_steps - decay_steps) : warmup_;
 }
 
 double LrSchedule::decayed(double progress) const {
   switch (kind_) {
-    case Kind::kCosine:
+    case Schedule::kCosine:
       return 0.5 * (1.0 - std::cos(M_PI * progress));
-    case Kind::kLinear:
+    case Schedule::kLinear:
       return progress;
-    case Kind::kConstant:
+    case Schedule::kConstant:
       return 0.0;
-    case Kind::kWsd:
+    case Schedule::kWsd:
       return shape_ == DecayShape::kSqrt ? std::sqrt(progress) : progress;
   }
   return 0.0;

@@ -21,8 +21,6 @@ namespace moelab {
 
 class LrSchedule {
  public:
-  // Parses optim.schedule and optim.decay_shape once; InputError naming the key
-  // for a value it does not know.
   LrSchedule(const OptimConfig& cfg, int64_t max_steps);
 
   // `step` is the number of the update about to be applied, counting from 1 (so
@@ -30,15 +28,13 @@ class LrSchedule {
   double at(int64_t step) const;
 
  private:
-  enum class Kind { kCosine, kLinear, kConstant, kWsd };
-  enum class DecayShape { kLinear, kSqrt };
   // Fraction of the way from lr (0) to the floor (1) at `progress` in [0, 1].
   double decayed(double progress) const;
 
-  Kind kind_;
-  DecayShape shape_;
   double lr_, floor_;
   int64_t warmup_, decay_start_, max_steps_;
+  Schedule kind_;
+  DecayShape shape_;
 };
 
 // Sets the learning rate of every parameter group.

@@ -16,7 +16,7 @@ std::vector<torch::Tensor> tensors(const NamedParams& named) {
 
 ParallelPlan::ParallelPlan(ProcessGroups groups, const Config& cfg)
     : groups_(std::move(groups)),
-      global_stats_(cfg.moe.enabled && cfg.moe.stats == "global"),
+      global_stats_(cfg.moe.enabled && cfg.moe.stats == BalanceStats::kGlobal),
       overlap_(cfg.parallel.overlap_grad_sync),
       shard_optimizer_(cfg.parallel.shard_optimizer) {}
 

@@ -9,8 +9,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "util/error.h"
-
 namespace moelab {
 namespace {
 
@@ -24,13 +22,9 @@ std::string format_rate(double tokens_per_s) {
 
 }  // namespace
 
-ProgressMode parse_progress_mode(const std::string& setting) {
-  if (setting == "bar") return ProgressMode::kBar;
-  if (setting == "plain") return ProgressMode::kPlain;
-  if (setting == "off") return ProgressMode::kOff;
-  if (setting == "auto") return isatty(fileno(stderr)) ? ProgressMode::kBar : ProgressMode::kPlain;
-  throw InputError("log.progress = '" + setting +
-                   "': expected \"auto\", \"bar\", \"plain\" or \"off\"");
+ProgressMode resolve_progress_mode(ProgressMode setting) {
+  if (setting != ProgressMode::kAuto) return setting;
+  return isatty(fileno(stderr)) ? ProgressMode::kBar : ProgressMode::kPlain;
 }
 
 std::string format_duration(double seconds) {
@@ -59,9 +53,9 @@ std::string format_progress_line(int64_t step, int64_t total_steps, double loss,
                      100.0 * fraction, loss, lr, format_rate(tokens_per_s), format_duration(eta_s));
 }
 
-Progress::Progress(int64_t total_steps, const std::string& mode_setting, int64_t plain_every)
+Progress::Progress(int64_t total_steps, ProgressMode mode, int64_t plain_every)
     : total_steps_(total_steps),
-      mode_(parse_progress_mode(mode_setting)),
+      mode_(resolve_progress_mode(mode)),
       plain_every_(std::max<int64_t>(plain_every, 1)) {}
 
 void Progress::update(int64_t step, double loss, double tokens_per_s, double lr) {

@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <string>
 
+#include "config/choices.h"
+
 namespace moelab {
 
-enum class ProgressMode { kBar, kPlain, kOff };
-
-// cfg.log.progress: "bar" | "plain" | "off" | "auto" (bar when stderr is a
-// terminal, plain otherwise). Anything else is an InputError naming the key.
-ProgressMode parse_progress_mode(const std::string& setting);
+// cfg.log.progress as shown: kAuto is a bar when stderr is a terminal, plain
+// lines otherwise; the other modes are kept.
+ProgressMode resolve_progress_mode(ProgressMode setting);
 
 // "45s", "12m05s", "3h07m" (whole seconds; "--" when not finite or negative).
 std::string format_duration(double seconds);
@@ -28,9 +28,9 @@ std::string format_progress_line(int64_t step, int64_t total_steps, double loss,
 
 class Progress {
  public:
-  // mode_setting: cfg.log.progress (see parse_progress_mode). plain_every: steps
+  // mode: cfg.log.progress (see resolve_progress_mode). plain_every: steps
   // between plain lines (cfg.log.interval); the last step always prints.
-  Progress(int64_t total_steps, const std::string& mode_setting, int64_t plain_every = 10);
+  Progress(int64_t total_steps, ProgressMode mode, int64_t plain_every = 10);
   ~Progress() { finish(); }
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;

@@ -46,7 +46,7 @@ void write_run_files(const Config& cfg, const ProcessGroups& groups,
                         {"layout", groups.layout()},
                         {"ranks", places},
                         {"threads_per_rank", torch::get_num_threads()},
-                        {"precision", precision.precision},
+                        {"precision", choice_name(precision.precision)},
                         {"precision_reason", precision.reason}};
   write_file_durably(cfg.train.out_dir + "/run.json", run.dump(2) + "\n");
 }

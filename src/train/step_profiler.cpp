@@ -42,7 +42,7 @@ StepProfiler::StepProfiler(const Config& cfg, int rank, const torch::Device& dev
     first_ = steps[0];
     last_ = steps[1];
   }
-  this_rank_ = rank == 0 || cfg.train.profile_ranks == "all";
+  this_rank_ = rank == 0 || cfg.train.profile_ranks == ProfileRanks::kAll;
   const fs::path dir = last_ >= first_ || snapshot_step_ > 0 ? profile_dir(cfg) : fs::path();
   trace_path_ = (dir / ("rank" + std::to_string(rank) + ".json")).string();
   snapshot_path_ = (dir / ("memory_snapshot_rank" + std::to_string(rank) + ".pickle")).string();

@@ -64,7 +64,7 @@ Trainer::Trainer(const Config& cfg)
   }
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
-    spdlog::info("device {}, precision {} ({})", device_.str(), precision_.precision,
+    spdlog::info("device {}, precision {} ({})", device_.str(), choice_name(precision_.precision),
                  precision_.reason);
   }
   const nlohmann::json places = rank_places(plan_.control());
@@ -105,7 +105,7 @@ void Trainer::setup_data() {
 }
 
 void Trainer::setup_model() {
-  model_ = Transformer(cfg_, plan_.moe_context());
+  model_ = Transformer(model_settings(cfg_), plan_.moe_context());
   model_->to(device_);
   plan_.parallelize(model_);
   for (auto& nb : model_->named_buffers()) buffers_.emplace_back(nb.key(), nb.value());
@@ -141,7 +141,7 @@ void Trainer::open_logs(const nlohmann::json& places) {
     tensorboard_ = std::make_unique<TensorBoardLog>(cfg_.train.out_dir, resumed_step_);
   }
   progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
-  const auto dtype = precision_.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const auto dtype = precision_.precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
   peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
   if (dtype == torch::kBFloat16 && !bf16_is_native(device_)) {
     const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device_);

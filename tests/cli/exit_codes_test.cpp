@@ -51,7 +51,7 @@ TEST(Cli, ImportOfAHostileSafetensorsHeaderExitsTwo) {
   const std::string dir = testing::TempDir() + "/hostile_import";
   std::filesystem::remove_all(dir);
   const moelab::Config cfg = moelab::testing::tiny_config(false);
-  moelab::Transformer model(cfg);
+  moelab::Transformer model(moelab::model_settings(cfg));
   moelab::export_hf(moelab::testing::save_model_checkpoint(dir, 1, model, cfg), dir + "/hf");
   const std::string header =
       R"({"model.norm.weight": {"dtype": "F32", "shape": [4611686018427387904, 8], )"

@@ -5,6 +5,7 @@
 
 #include "config/data_sets.h"
 #include "config/load.h"
+#include "config/schema.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -91,7 +92,7 @@ TEST(Config, ReadsTypedValuesAndRecordsOrigins) {
   EXPECT_EQ(cfg.model.d_model, 128);
   EXPECT_DOUBLE_EQ(cfg.model.rope_theta, 500000.0);  // an integer is accepted for a float key
   EXPECT_TRUE(cfg.moe.enabled);
-  EXPECT_EQ(cfg.moe.gate, "full_softmax");
+  EXPECT_EQ(cfg.moe.gate, Gate::kFullSoftmax);
   EXPECT_DOUBLE_EQ(cfg.optim.lr, 1e-3);
   EXPECT_EQ(cfg.origin.at("model.d_model"), "good.toml:2:1");
   EXPECT_EQ(cfg.model.n_layers, 4);  // untouched keys keep their defaults
@@ -101,7 +102,7 @@ TEST(Config, OverridesApplyWithTheSameChecks) {
   Config cfg = parse_config("[model]\nd_model = 128\n", "a.toml",
                             {"model.d_model=64", "train.precision=fp32", "moe.enabled=true"});
   EXPECT_EQ(cfg.model.d_model, 64);
-  EXPECT_EQ(cfg.train.precision, "fp32");
+  EXPECT_EQ(cfg.train.precision, Precision::kFp32);
   EXPECT_TRUE(cfg.moe.enabled);
   EXPECT_EQ(cfg.origin.at("train.precision"), "--set train.precision=fp32");
 }
@@ -113,6 +114,49 @@ TEST(Config, ResolvedDumpPreservesFloatsAndStrings) {
   Config back = parse_config(to_toml(cfg), "dump.toml");
   EXPECT_EQ(back.optim.lr, cfg.optim.lr);
   EXPECT_EQ(back.train.out_dir, cfg.train.out_dir);
+}
+
+// `key`'s value as the resolved-config dump writes it.
+std::string dumped_value(Config cfg, const std::string& key) {
+  for (const Field& f : schema(cfg))
+    if (f.key == key) return f.value_string();
+  return "";
+}
+
+// Every name of every choice key reads in, from a file and from --set, to a
+// value that the dump writes back as that name; any other name is refused.
+TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
+  Config probe;
+  int choice_keys = 0;
+  for (const Field& f : schema(probe)) {
+    const auto* choice = std::get_if<Choice>(&f.value);
+    if (!choice) continue;
+    ++choice_keys;
+    const std::string section = f.section();
+    // A setting the other sections' rules accept with every name (nccl needs
+    // cuda, moe checkpointing an MoE).
+    const std::string others = std::string(section == "moe" ? "" : "[moe]\nenabled = true\n") +
+                               (section == "train" ? "" : "[train]\ndevice = \"cuda\"\n");
+    for (const std::string& name : choice->names) {
+      const std::string quoted = "\"" + name + "\"";
+      const Config from_file = parse_config(
+          others + "[" + section + "]\n" + f.name() + " = " + quoted + "\n", "choice.toml");
+      EXPECT_EQ(dumped_value(from_file, f.key), quoted) << f.key;
+      Config from_set;
+      apply_override(from_set, f.key + "=" + name);
+      EXPECT_EQ(dumped_value(from_set, f.key), quoted) << f.key;
+      EXPECT_EQ(dumped_value(parse_config(to_toml(from_file), "dump.toml"), f.key), quoted);
+    }
+    Config cfg;
+    try {
+      apply_override(cfg, f.key + "=bogus");
+      ADD_FAILURE() << f.key << " accepted \"bogus\"";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--set " + f.key + "=bogus: " + f.key + " = \"bogus\": expected " + f.allowed());
+    }
+  }
+  EXPECT_EQ(choice_keys, 15);
 }
 
 TEST(Config, DidYouMean) {
@@ -216,6 +260,22 @@ const BadCase kBadCases[] = {
      {},
      0,
      "bad.toml:2:13: train.precision = \"fp16\": expected one of \"auto\", \"fp32\", \"bf16\""},
+    {"unknown_backend",
+     "[parallel]\nbackend = \"gloo\"\n",
+     {},
+     0,
+     "bad.toml:2:11: parallel.backend = \"gloo\": expected one of \"auto\", \"mpi\", \"nccl\""},
+    {"unknown_schedule_override",
+     "[optim]\n",
+     {"optim.schedule=step"},
+     0,
+     "--set optim.schedule=step: optim.schedule = \"step\": expected one of \"cosine\", "
+     "\"linear\", \"constant\", \"wsd\""},
+    {"int_for_choice",
+     "[moe]\ngate = 1\n",
+     {},
+     0,
+     "bad.toml:2:8: moe.gate = integer 1: expected one of \"topk_softmax\", \"full_softmax\""},
     {"nan_value",
      "[optim]\nweight_decay = nan\n",
      {},

@@ -27,7 +27,7 @@ inline std::string save_model_checkpoint(const std::string& run_dir, int64_t ste
 // The model of a checkpoint folder, in eval mode.
 inline Transformer load_model_checkpoint(const std::string& dir) {
   const LoadedCheckpoint ckpt = load_checkpoint(dir);
-  Transformer model(parse_config(ckpt.meta.at("config").get<std::string>(), dir));
+  Transformer model(model_settings(parse_config(ckpt.meta.at("config").get<std::string>(), dir)));
   torch::NoGradGuard no_grad;
   auto tensors = model->named_weights();
   for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());

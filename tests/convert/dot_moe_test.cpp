@@ -29,7 +29,7 @@ class DotMoe : public ::testing::Test {
     cfg.train.batch_seqs = 8;
     moelab::testing::write_counting_split(cfg.data.dir, "train", 4000, 40, 1000, 37);
     // A few hundred Adam steps: the dense model learns to count.
-    Transformer model(cfg);
+    Transformer model(model_settings(cfg));
     torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
     BatchLoader loader(cfg.data.dir, "train", cfg.model.seq_len, 8, 0, 1, 0, 0);
     for (int step = 0; step < 100; ++step) {

@@ -25,7 +25,7 @@ class FunctionPreservation : public ::testing::Test {
  protected:
   void SetUp() override {
     const Config cfg = testing::tiny_config(false);  // d_ff 24
-    Transformer dense(cfg);
+    Transformer dense(model_settings(cfg));
     testing::save_model_checkpoint(dir.str(), 3, dense, cfg);
     tokens = torch::randint(0, cfg.model.vocab_size, {3, cfg.model.seq_len});
     torch::NoGradGuard no_grad;

@@ -74,7 +74,7 @@ TEST_P(HfInterop, TransformersComputesMoelabsLogits) {
   cfg.model.n_layers = 3;
   GetParam().change(cfg);
   torch::manual_seed(11);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   randomise(model);
   model->eval();
   const std::string ckpt = testing::save_model_checkpoint(dir.str(), 1, model, cfg);
@@ -97,31 +97,31 @@ INSTANTIATE_TEST_SUITE_P(
                       ExportCase{"Qwen2MoeSharedExpert", "Qwen2MoeForCausalLM",
                                  [](Config& c) { c.moe.num_shared_experts = 2; }},
                       ExportCase{"Qwen2MoeFullSoftmax", "Qwen2MoeForCausalLM",
-                                 [](Config& c) { c.moe.gate = "full_softmax"; }},
+                                 [](Config& c) { c.moe.gate = Gate::kFullSoftmax; }},
                       ExportCase{"Qwen2MoeSharedFullSoftmaxDenseFirst", "Qwen2MoeForCausalLM",
                                  [](Config& c) {
-                                   c.moe.gate = "full_softmax";
+                                   c.moe.gate = Gate::kFullSoftmax;
                                    c.moe.d_shared = 20;
                                    c.moe.first_dense_layers = 1;
                                  }},
                       ExportCase{"Qwen2MoeDenseFirst", "Qwen2MoeForCausalLM",
                                  [](Config& c) { c.moe.first_dense_layers = 1; }},
                       ExportCase{"Qwen3MoeHeadNorm", "Qwen3MoeForCausalLM",
-                                 [](Config& c) { c.model.qk_norm = "head"; }},
+                                 [](Config& c) { c.model.qk_norm = QkNorm::kHead; }},
                       ExportCase{"Qwen3MoeDenseLayers", "Qwen3MoeForCausalLM",
                                  [](Config& c) {
-                                   c.model.qk_norm = "head";
-                                   c.moe.gate = "full_softmax";
+                                   c.model.qk_norm = QkNorm::kHead;
+                                   c.moe.gate = Gate::kFullSoftmax;
                                    c.model.n_layers = 4;
                                    c.moe.first_dense_layers = 1;
                                    c.moe.layer_interval = 2;
                                  }},
                       ExportCase{"OlmoeFullNorm", "OlmoeForCausalLM",
-                                 [](Config& c) { c.model.qk_norm = "full"; }},
+                                 [](Config& c) { c.model.qk_norm = QkNorm::kFull; }},
                       ExportCase{"OlmoeFullSoftmax", "OlmoeForCausalLM",
                                  [](Config& c) {
-                                   c.model.qk_norm = "full";
-                                   c.moe.gate = "full_softmax";
+                                   c.model.qk_norm = QkNorm::kFull;
+                                   c.moe.gate = Gate::kFullSoftmax;
                                  }}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
 
@@ -146,8 +146,8 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
   const std::string ckpt = import_hf(dir / "hf", dir / "imported");
   const LoadedCheckpoint imported = load_checkpoint(ckpt);
   Config cfg = parse_config(imported.meta.at("config").get<std::string>(), ckpt);
-  cfg.train.precision = "fp32";  // transformers computes in float32 here
-  Transformer model(cfg);
+  cfg.train.precision = Precision::kFp32;  // transformers computes in float32 here
+  Transformer model(model_settings(cfg));
   model->eval();
   load_tensors(model, imported.tensors);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
@@ -193,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
   TempDir dir;
   const Config cfg = testing::tiny_config(false);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   model->eval();
   export_hf(testing::save_model_checkpoint(dir.str(), 1, model, cfg), dir / "hf");
   const LoadedCheckpoint imported = load_checkpoint(import_hf(dir / "hf", dir / "imported"));
@@ -241,48 +241,49 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
        "MixtralForCausalLM: moe.expert_widths"},
       {[](Config& c) { c.moe.capacity_factor = 1.25; },
        "MixtralForCausalLM: moe.capacity_factor > 0"},
-      {[](Config& c) { c.moe.balance = "aux_free"; },
+      {[](Config& c) { c.moe.balance = Balance::kAuxFree; },
        "MixtralForCausalLM: moe.balance = \"aux_free\""},
-      {[](Config& c) { c.moe.score = "sigmoid"; }, "MixtralForCausalLM: moe.score = \"sigmoid\""},
+      {[](Config& c) { c.moe.score = Score::kSigmoid; },
+       "MixtralForCausalLM: moe.score = \"sigmoid\""},
       {[](Config& c) { c.moe.route_scale = 2.5; }, "MixtralForCausalLM: moe.route_scale = 2.5"},
       {[&](Config& c) {
          shared(c);
-         c.moe.balance = "aux_free";
+         c.moe.balance = Balance::kAuxFree;
        },
        "Qwen2MoeForCausalLM: moe.balance = \"aux_free\""},
       {[&](Config& c) {
-         c.moe.gate = "full_softmax";
-         c.moe.score = "sigmoid";
+         c.moe.gate = Gate::kFullSoftmax;
+         c.moe.score = Score::kSigmoid;
        },
        "Qwen2MoeForCausalLM: moe.score = \"sigmoid\""},
       {[&](Config& c) {
-         c.model.qk_norm = "head";
+         c.model.qk_norm = QkNorm::kHead;
          shared(c);
        },
        "Qwen3MoeForCausalLM: shared experts"},
       {[&](Config& c) {
-         c.model.qk_norm = "head";
+         c.model.qk_norm = QkNorm::kHead;
          c.moe.capacity_factor = 1.0;
        },
        "Qwen3MoeForCausalLM: moe.capacity_factor > 0"},
       {[&](Config& c) {
-         c.model.qk_norm = "full";
+         c.model.qk_norm = QkNorm::kFull;
          shared(c);
        },
        "OlmoeForCausalLM: shared experts"},
       {[&](Config& c) {
-         c.model.qk_norm = "full";
+         c.model.qk_norm = QkNorm::kFull;
          c.moe.first_dense_layers = 1;
        },
        "OlmoeForCausalLM: dense layers among the MoE layers"},
       {[&](Config& c) {
-         c.model.qk_norm = "full";
+         c.model.qk_norm = QkNorm::kFull;
          c.moe.expert_widths = {12, 12, 12, 24};
        },
        "OlmoeForCausalLM: moe.expert_widths"},
       {[](Config& c) {
          c.moe.enabled = false;
-         c.model.qk_norm = "head";
+         c.model.qk_norm = QkNorm::kHead;
        },
        "LlamaForCausalLM: model.qk_norm = \"head\""},
   };
@@ -291,7 +292,7 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
     TempDir dir;
     Config cfg = testing::tiny_config(true);
     c.change(cfg);
-    Transformer model(cfg);
+    Transformer model(model_settings(cfg));
     const std::string ckpt = testing::save_model_checkpoint(dir.str(), 1, model, cfg);
     try {
       export_hf(ckpt, dir / "hf");
@@ -334,7 +335,7 @@ TEST(HfExport, WritesTheDatasetsTokenizerGivingPrepsIds) {
   Config cfg = testing::tiny_config(true);
   cfg.model.vocab_size = tokenizer.vocab_size();
   cfg.data.dir = dir / "data";
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
   ASSERT_TRUE(std::filesystem::exists(dir / "hf/tokenizer_config.json"));
   const auto theirs = hf_token_ids(dir / "hf", texts, dir);
@@ -364,7 +365,7 @@ TEST(HfExport, WritesTheDatasetsTokenizerJsonGivingPrepsIds) {
   Config cfg = testing::tiny_config(true);
   cfg.model.vocab_size = tokenizer.vocab_size();
   cfg.data.dir = dir / "data";
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
   EXPECT_EQ(read_text_file(dir / "hf/tokenizer.json", "exported tokenizer"),
             tokenizer.file_bytes());

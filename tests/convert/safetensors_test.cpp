@@ -132,7 +132,7 @@ std::map<std::string, torch::Tensor> shard_folder(const std::string& hf_dir,
 TEST(HfImport, AShardedFolderOfMixedDtypesImportsEveryTensor) {
   TempDir dir;
   const Config cfg = testing::tiny_config(false);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   export_hf(testing::save_model_checkpoint(dir.str(), 1, model, cfg), dir / "hf");
   const auto expected = shard_folder(dir / "hf", {"F32", "F16", "BF16"});
   ASSERT_GT(expected.size(), 6u);  // several shards of each dtype
@@ -159,7 +159,7 @@ TEST(HfImport, AShardedFolderOfMixedDtypesImportsEveryTensor) {
 TEST(HfImport, AnIndexThatMapsATensorToTheWrongShardIsRefused) {
   TempDir dir;
   const Config cfg = testing::tiny_config(false);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   export_hf(testing::save_model_checkpoint(dir.str(), 1, model, cfg), dir / "hf");
   shard_folder(dir / "hf", {"F32"});
   auto index = nlohmann::json::parse(std::ifstream(dir / "hf/model.safetensors.index.json"));

@@ -18,9 +18,10 @@ struct Pass {
   std::vector<MoeLayerStats> stats;
 };
 
-Pass forward_backward(Config cfg, const std::string& checkpointing, const torch::Tensor& tokens) {
+Pass forward_backward(Config cfg, moelab::ActivationCheckpointing checkpointing,
+                      const torch::Tensor& tokens) {
   cfg.train.activation_checkpointing = checkpointing;
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   const auto out = model->forward(tokens.narrow(1, 0, cfg.model.seq_len),
                                   tokens.narrow(1, 1, cfg.model.seq_len));
   (out.lm_loss + out.aux_loss + out.z_loss).backward();
@@ -31,12 +32,12 @@ Pass forward_backward(Config cfg, const std::string& checkpointing, const torch:
   return pass;
 }
 
-class ActivationCheckpointing : public ::testing::TestWithParam<const char*> {};
+class ActivationCheckpointing : public ::testing::TestWithParam<moelab::ActivationCheckpointing> {};
 
 TEST_P(ActivationCheckpointing, SameLossGradientsAndStatsAsWithout) {
   Config cfg = testing::tiny_config(/*moe=*/true);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {3, cfg.model.seq_len + 1});
-  const Pass plain = forward_backward(cfg, "none", tokens);
+  const Pass plain = forward_backward(cfg, moelab::ActivationCheckpointing::kNone, tokens);
   const Pass recomputed = forward_backward(cfg, GetParam(), tokens);
   EXPECT_EQ(plain.loss, recomputed.loss);
   for (const auto& [name, grad] : plain.grads) {
@@ -52,7 +53,9 @@ TEST_P(ActivationCheckpointing, SameLossGradientsAndStatsAsWithout) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ActivationCheckpointing, ::testing::Values("full", "moe"));
+INSTANTIATE_TEST_SUITE_P(Modes, ActivationCheckpointing,
+                         ::testing::Values(moelab::ActivationCheckpointing::kFull,
+                                           moelab::ActivationCheckpointing::kMoe));
 
 }  // namespace
 }  // namespace moelab

@@ -45,7 +45,7 @@ TEST(GradCheck, GroupedQueryAttention) {
   cfg.model.n_heads = 4;
   cfg.model.n_kv_heads = 2;
   cfg.model.seq_len = 4;
-  Attention attn(cfg);
+  Attention attn(cfg.model);
   attn->to(torch::kDouble);
   for (auto& p : attn->parameters()) p.data().normal_(0, 0.5);
   expect_gradients_match_finite_differences(
@@ -83,7 +83,7 @@ TEST(GradCheck, MoeLayerWithLosses) {
   cfg.moe.d_expert = 5;
   cfg.moe.num_experts = 3;
   cfg.moe.num_shared_experts = 1;
-  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(3), nullptr);
+  MoeLayer moe(cfg.model.d_model, cfg.moe, std::make_shared<LocalDispatcher>(3), nullptr);
   moe->to(torch::kDouble);
   for (auto& p : moe->parameters()) p.data().normal_(0, 0.5);
   auto experts = moe->experts->stacks().front();  // every expert's w1 and w2

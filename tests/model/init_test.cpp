@@ -16,11 +16,11 @@ using testing::HoldsExperts;
 
 TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
   const Config cfg = testing::tiny_config(true);
-  auto a = Transformer(cfg)->named_weights();
-  auto b = Transformer(cfg)->named_weights();
+  auto a = Transformer(model_settings(cfg))->named_weights();
+  auto b = Transformer(model_settings(cfg))->named_weights();
   Config other = cfg;
   other.train.seed += 1;
-  auto c = Transformer(other)->named_weights();
+  auto c = Transformer(model_settings(other))->named_weights();
   for (const auto& item : a) {
     EXPECT_TRUE(torch::equal(item.value(), b[item.key()])) << item.key();
     if (item.key().find("norm") == std::string::npos) {
@@ -31,12 +31,12 @@ TEST(Init, SameSeedSameWeightsOtherSeedOtherWeights) {
 
 TEST(Init, ExpertWeightsIndependentOfWhichExpertsARankHolds) {
   const Config cfg = testing::tiny_config(true);
-  auto full = Transformer(cfg)->named_weights();
+  auto full = Transformer(model_settings(cfg))->named_weights();
   MoeContext odd_rank;
   odd_rank.make_dispatcher = [](int64_t) {
     return std::make_shared<HoldsExperts>(std::vector<int64_t>{1, 3});
   };
-  Transformer partial(cfg, odd_rank);
+  Transformer partial(model_settings(cfg), odd_rank);
   int64_t expert_params = 0;
   for (const auto& item : partial->named_weights()) {
     ASSERT_TRUE(full.contains(item.key())) << item.key();
@@ -56,7 +56,7 @@ TEST(Init, ExpertWeightsIndependentOfWhichExpertsARankHolds) {
 // a run starts from the same weights as one that keeps a tensor per expert.
 TEST(Init, EveryExpertRowIsDrawnFromItsOwnName) {
   const Config cfg = testing::tiny_config(true);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   const auto weights = model->named_weights();
   const double out_std = cfg.model.scaled_residual_init
                              ? cfg.model.init_std / std::sqrt(2.0 * cfg.model.n_layers)
@@ -76,7 +76,7 @@ TEST(Init, StdAndScaledResidualProjections) {
   cfg.model.d_model = 64;
   cfg.model.d_ff = 256;
   cfg.model.vocab_size = 512;
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   auto params = model->named_weights();
   const double out_std = cfg.model.init_std / std::sqrt(2.0 * cfg.model.n_layers);
   EXPECT_NEAR(params["embedding"].std().item<double>(), cfg.model.init_std, 0.001);
@@ -91,16 +91,16 @@ TEST(Init, StdAndScaledResidualProjections) {
 TEST(Init, TiedHeadIsTheEmbedding) {
   Config cfg = testing::tiny_config(false);
   cfg.model.tie_embeddings = true;
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   EXPECT_FALSE(model->named_parameters().contains("head"));
   EXPECT_TRUE(model->head.is_same(model->embedding));
 }
 
 TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
   Config cfg = testing::tiny_config(true);
-  Transformer fp32(cfg);
-  cfg.train.precision = "bf16";
-  Transformer bf16(cfg);
+  Transformer fp32(model_settings(cfg));
+  cfg.train.precision = Precision::kBf16;
+  Transformer bf16(model_settings(cfg));
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, 8}, torch::kLong);
   const auto a = fp32->forward(tokens, tokens).lm_loss;
   EXPECT_EQ(bf16->forward(tokens).logits.scalar_type(), torch::kBFloat16);
@@ -116,7 +116,7 @@ TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
 }
 
 TEST(Model, RejectsSequencesLongerThanConfigured) {
-  Transformer model(testing::tiny_config(false));
+  Transformer model(model_settings(testing::tiny_config(false)));
   EXPECT_THROW(model->forward(torch::zeros({1, 9}, torch::kLong)), InputError);
 }
 

@@ -36,7 +36,7 @@ inline Config tiny_config(bool moe) {
   cfg.model.n_kv_heads = 2;
   cfg.model.d_ff = 24;
   cfg.model.seq_len = 8;
-  cfg.train.precision = "fp32";
+  cfg.train.precision = Precision::kFp32;
   cfg.train.seed = 7;
   cfg.moe.enabled = moe;
   cfg.moe.num_experts = 4;

@@ -10,13 +10,14 @@
 namespace moelab {
 namespace {
 
-class IdenticalExperts : public ::testing::TestWithParam<std::string> {};
+class IdenticalExperts : public ::testing::TestWithParam<Gate> {};
 
 TEST_P(IdenticalExperts, EqualTheDenseFfnOfThatExpert) {
   torch::manual_seed(6);
   Config cfg = testing::tiny_config(true);
   cfg.moe.gate = GetParam();
-  MoeLayer moe(cfg, std::make_shared<LocalDispatcher>(cfg.moe.num_experts), nullptr);
+  MoeLayer moe(cfg.model.d_model, cfg.moe, std::make_shared<LocalDispatcher>(cfg.moe.num_experts),
+               nullptr);
   moe->to(torch::kDouble);
   SwiGLU dense(cfg.model.d_model, cfg.moe.d_expert);
   dense->to(torch::kDouble);
@@ -35,14 +36,14 @@ TEST_P(IdenticalExperts, EqualTheDenseFfnOfThatExpert) {
   const auto y = moe->forward(x, torch::kDouble).y;
   auto route = moe->router->forward(x);
   const auto gate_sum = route.gates.sum(-1, /*keepdim=*/true);
-  if (GetParam() == std::string("topk_softmax")) {
+  if (GetParam() == Gate::kTopkSoftmax) {
     EXPECT_TRUE(torch::allclose(gate_sum, torch::ones_like(gate_sum), 1e-12, 1e-12));
   }
   EXPECT_TRUE(torch::allclose(y, gate_sum * dense->forward(x), 1e-12, 1e-12));
 }
 
 INSTANTIATE_TEST_SUITE_P(GateModes, IdenticalExperts,
-                         ::testing::Values("topk_softmax", "full_softmax"));
+                         ::testing::Values(Gate::kTopkSoftmax, Gate::kFullSoftmax));
 
 }  // namespace
 }  // namespace moelab

@@ -11,7 +11,7 @@ namespace {
 
 int64_t module_params(const Config& cfg) {
   int64_t n = 0;
-  for (const auto& p : Transformer(cfg)->parameters()) n += p.numel();
+  for (const auto& p : Transformer(model_settings(cfg))->parameters()) n += p.numel();
   return n;
 }
 
@@ -61,10 +61,10 @@ TEST(ParamCount, MixedStacksCountEachLayerAsWhatItIs) {
 TEST(ParamCount, QkNormWeightsAreCounted) {
   Config cfg = testing::tiny_config(true);  // 4 query heads, 2 key/value heads of 4 dims
   const int64_t without = count_params(cfg).norms;
-  cfg.model.qk_norm = "head";
+  cfg.model.qk_norm = QkNorm::kHead;
   EXPECT_EQ(count_params(cfg).total, module_params(cfg));
   EXPECT_EQ(count_params(cfg).norms - without, 2 * (4 + 4));
-  cfg.model.qk_norm = "full";
+  cfg.model.qk_norm = QkNorm::kFull;
   EXPECT_EQ(count_params(cfg).total, module_params(cfg));
   EXPECT_EQ(count_params(cfg).norms - without, 2 * (16 + 8));
 }

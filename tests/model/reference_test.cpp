@@ -34,11 +34,11 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
   return {{"d_model", m.d_model},
           {"n_layers", m.n_layers},
           {"n_heads", m.n_heads},
-          {"n_kv_heads", cfg.kv_heads()},
+          {"n_kv_heads", cfg.model.kv_heads()},
           {"rope_theta", m.rope_theta},
           {"norm_eps", m.norm_eps},
           {"tie_embeddings", m.tie_embeddings},
-          {"qk_norm", m.qk_norm},
+          {"qk_norm", choice_name(m.qk_norm)},
           {"batch", batch},
           {"seq", seq},
           {"moe",
@@ -46,14 +46,14 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"num_experts", cfg.moe.num_experts},
             {"top_k", cfg.moe.top_k},
             {"shared_width", cfg.moe.shared_width()},
-            {"gate", cfg.moe.gate},
-            {"score", cfg.moe.score},
+            {"gate", choice_name(cfg.moe.gate)},
+            {"score", choice_name(cfg.moe.score)},
             {"first_dense_layers", cfg.moe.first_dense_layers},
             {"layer_interval", cfg.moe.layer_interval},
             {"route_scale", cfg.moe.route_scale},
             {"capacity_factor", cfg.moe.capacity_factor},
-            {"drop_policy", cfg.moe.drop_policy},
-            {"balance", cfg.moe.balance},
+            {"drop_policy", choice_name(cfg.moe.drop_policy)},
+            {"balance", choice_name(cfg.moe.balance)},
             {"aux_loss_coef", cfg.moe.aux_loss_coef},
             {"z_loss_coef", cfg.moe.z_loss_coef}}}};
 }
@@ -66,7 +66,7 @@ std::string python() {
 
 void expect_matches_reference(const Config& cfg) {
   const int64_t batch = 2, seq = cfg.model.seq_len;
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   model->to(torch::kDouble);
   {
     // Larger than the 0.02 init so attention and routing are far from uniform.
@@ -114,7 +114,8 @@ void expect_matches_reference(const Config& cfg) {
   EXPECT_NEAR(lm.item<double>(), ref["lm_loss"].get<double>(), 1e-10);
   EXPECT_NEAR(out.aux_loss.item<double>(), ref["aux_loss"].get<double>(), 1e-12);
   EXPECT_NEAR(out.z_loss.item<double>(), ref["z_loss"].get<double>(), 1e-10);
-  if (cfg.moe.enabled && (cfg.moe.balance == "switch" || cfg.moe.balance == "sequence")) {
+  if (cfg.moe.enabled &&
+      (cfg.moe.balance == Balance::kSwitch || cfg.moe.balance == Balance::kSequence)) {
     EXPECT_GT(out.aux_loss.item<double>(), 0.0);
   }
   const auto grads = model->named_weight_grads();
@@ -143,21 +144,21 @@ TEST(Reference, MoeWithSharedExpertTopkSoftmax) {
 
 TEST(Reference, MoeWithCapacityDropsFullSoftmaxGates) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.gate = "full_softmax";
+  cfg.moe.gate = Gate::kFullSoftmax;
   cfg.moe.capacity_factor = 0.75;
   expect_matches_reference(cfg);
 }
 
 TEST(Reference, MoeSequenceBalanceWithNarrowSharedExpert) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.balance = "sequence";
+  cfg.moe.balance = Balance::kSequence;
   cfg.moe.d_shared = 5;
   expect_matches_reference(cfg);
 }
 
 TEST(Reference, MoeAuxFreeBiasSteersTheChoiceOnly) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.balance = "aux_free";
+  cfg.moe.balance = Balance::kAuxFree;
   expect_matches_reference(cfg);
 }
 
@@ -169,9 +170,9 @@ TEST(Reference, MoeHeterogeneousExpertWidths) {
 
 TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.balance = "none";
+  cfg.moe.balance = Balance::kNone;
   cfg.moe.capacity_factor = 0.75;
-  cfg.moe.drop_policy = "score";
+  cfg.moe.drop_policy = DropPolicy::kScore;
   expect_matches_reference(cfg);
 }
 
@@ -179,7 +180,7 @@ TEST(Reference, MoeScoreDropsWithoutBalanceLoss) {
 // scaled, with a Switch loss on the normalised scores.
 TEST(Reference, MoeSigmoidScoresWithRouteScale) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.score = "sigmoid";
+  cfg.moe.score = Score::kSigmoid;
   cfg.moe.route_scale = 2.5;
   expect_matches_reference(cfg);
 }
@@ -187,9 +188,9 @@ TEST(Reference, MoeSigmoidScoresWithRouteScale) {
 // Sigmoid scores as they are (no normalisation), the bias shifting the scores.
 TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.score = "sigmoid";
-  cfg.moe.gate = "full_softmax";
-  cfg.moe.balance = "aux_free";
+  cfg.moe.score = Score::kSigmoid;
+  cfg.moe.gate = Gate::kFullSoftmax;
+  cfg.moe.balance = Balance::kAuxFree;
   expect_matches_reference(cfg);
 }
 
@@ -206,14 +207,14 @@ TEST(Reference, DenseLayersAmongMoeLayers) {
 // Qwen3's QK-norm: each head normalised over its own dims (grouped-query heads).
 TEST(Reference, MoeWithQkNormPerHead) {
   Config cfg = testing::tiny_config(true);
-  cfg.model.qk_norm = "head";
+  cfg.model.qk_norm = QkNorm::kHead;
   expect_matches_reference(cfg);
 }
 
 // OLMoE's QK-norm: over the whole query and key projections.
 TEST(Reference, DenseWithQkNormOverTheWholeProjection) {
   Config cfg = testing::tiny_config(false);
-  cfg.model.qk_norm = "full";
+  cfg.model.qk_norm = QkNorm::kFull;
   expect_matches_reference(cfg);
 }
 

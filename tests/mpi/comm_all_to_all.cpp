@@ -66,7 +66,7 @@ class AllToAllTest : public ::testing::TestWithParam<torch::ScalarType> {};
 
 TEST_P(AllToAllTest, ForwardMatchesReferencePermutation) {
   const torch::ScalarType dtype = GetParam();
-  auto world = make_process_groups(1, 1, "mpi", false).world;
+  auto world = make_process_groups(1, 1, Backend::kMpi, false).world;
   const int size = world->size(), rank = world->rank();
   for (uint64_t trial = 0; trial < 6; ++trial) {
     const Splits splits = random_splits(size, 77 + trial, trial % 2 == 1);
@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, AllToAllTest,
                                            torch::kLong));
 
 TEST(AllToAllAutograd, BackwardIsTheReverseExchange) {
-  auto world = make_process_groups(1, 1, "mpi", false).world;
+  auto world = make_process_groups(1, 1, Backend::kMpi, false).world;
   const int size = world->size(), rank = world->rank();
   for (uint64_t trial = 0; trial < 4; ++trial) {
     const Splits splits = random_splits(size, 500 + trial, trial % 2 == 0);
@@ -110,7 +110,7 @@ TEST(AllToAllAutograd, BackwardIsTheReverseExchange) {
 }
 
 TEST(AllToAllChecks, WrongSplitsThrowBeforeAnyExchange) {
-  auto world = make_process_groups(1, 1, "mpi", false).world;
+  auto world = make_process_groups(1, 1, Backend::kMpi, false).world;
   const int size = world->size();
   const torch::Tensor send = torch::zeros({3, 2});
   std::vector<int64_t> too_few(size, 0);

@@ -14,7 +14,7 @@ namespace moelab {
 namespace {
 
 std::shared_ptr<Communicator> world() {
-  return make_process_groups(1, 1, "mpi", false).world;
+  return make_process_groups(1, 1, Backend::kMpi, false).world;
 }
 
 class AllReduceTest : public ::testing::TestWithParam<torch::ScalarType> {};
@@ -71,7 +71,7 @@ TEST(ProcessGroups, GroupsFollowTheLayout) {
   const int world_size = world()->size();
   for (int64_t ep = 1; ep <= world_size; ep *= 2) {
     if (world_size % ep != 0) continue;
-    ProcessGroups groups = make_process_groups(ep, 8, "auto", false);
+    ProcessGroups groups = make_process_groups(ep, 8, Backend::kAuto, false);
     const int rank = groups.world->rank();
     EXPECT_EQ(groups.backend, "mpi");
     EXPECT_EQ(groups.dp->size(), world_size);
@@ -98,17 +98,17 @@ TEST(ProcessGroups, GroupsFollowTheLayout) {
 
 TEST(ProcessGroups, LayoutNamesEveryExpertPlacement) {
   if (world()->size() != 4) GTEST_SKIP() << "layout text checked at world size 4";
-  EXPECT_EQ(make_process_groups(2, 8, "mpi", false).layout(),
+  EXPECT_EQ(make_process_groups(2, 8, Backend::kMpi, false).layout(),
             "world 4 = ep 2 x expert-dp 2 (backend mpi): experts [0,1,2,3] on ranks {0,2}; "
             "experts [4,5,6,7] on ranks {1,3}");
 }
 
 // Every rank sees the same bad setting and throws before any group exists.
-void expect_input_error(int64_t ep, int64_t experts, const std::string& backend, bool cuda,
+void expect_input_error(int64_t ep, int64_t experts, Backend backend, bool cuda,
                         const std::string& key) {
   try {
     make_process_groups(ep, experts, backend, cuda, "run.toml");
-    ADD_FAILURE() << "no error for ep " << ep << ", backend " << backend;
+    ADD_FAILURE() << "no error for ep " << ep << ", backend " << choice_name(backend);
   } catch (const InputError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find(key), std::string::npos) << message;
@@ -118,12 +118,11 @@ void expect_input_error(int64_t ep, int64_t experts, const std::string& backend,
 
 TEST(ProcessGroups, BadSettingsAreInputErrorsNamingTheKey) {
   const int world_size = world()->size();
-  expect_input_error(world_size + 1, 64, "mpi", false, "parallel.ep");
-  expect_input_error(0, 8, "mpi", false, "parallel.ep");
+  expect_input_error(world_size + 1, 64, Backend::kMpi, false, "parallel.ep");
+  expect_input_error(0, 8, Backend::kMpi, false, "parallel.ep");
   if (world_size > 1)
-    expect_input_error(world_size, 3 * world_size + 1, "mpi", false, "moe.num_experts");
-  expect_input_error(1, 8, "gloo", false, "parallel.backend");
-  expect_input_error(1, 8, "nccl", false, "parallel.backend");
+    expect_input_error(world_size, 3 * world_size + 1, Backend::kMpi, false, "moe.num_experts");
+  expect_input_error(1, 8, Backend::kNccl, false, "parallel.backend");
 }
 
 // Without a launcher's variable the node-local rank comes from MPI's
@@ -138,7 +137,7 @@ TEST(NodeLocalRank, FallsBackToTheSharedMemorySplit) {
 
 TEST(ProcessGroups, NcclWithoutCudaTensorsIsAnInputError) {
   try {
-    make_process_groups(1, 4, "nccl", false, "run.toml");
+    make_process_groups(1, 4, Backend::kNccl, false, "run.toml");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("parallel.backend"), std::string::npos) << e.what();

@@ -81,7 +81,7 @@ struct Layout {
 };
 
 Layout world_layout() {
-  auto world = make_process_groups(1, kExperts, "mpi", false).world;
+  auto world = make_process_groups(1, kExperts, Backend::kMpi, false).world;
   return {world->size(), world->rank()};
 }
 
@@ -90,7 +90,7 @@ Layout world_layout() {
 void expect_matches_reference(const std::vector<int64_t>& widths) {
   const Layout layout = world_layout();
   for (int ep = 1; ep <= layout.world_size; ep *= 2) {
-    ProcessGroups groups = make_process_groups(ep, kExperts, "mpi", false);
+    ProcessGroups groups = make_process_groups(ep, kExperts, Backend::kMpi, false);
     if (!widths.empty()) groups.placement = place_experts(widths, ep);
     AllToAllDispatcher dispatcher(groups.ep, groups.placement);
     EXPECT_EQ(dispatcher.local_expert_ids(), groups.local_expert_ids());
@@ -139,7 +139,8 @@ TEST(AllToAllDispatch, MatchesReferenceForExpertsPlacedByWidth) {
 TEST(AllToAllDispatch, IdentityExpertsReturnTheInputExactly) {
   const Layout layout = world_layout();
   for (int ep = 1; ep <= layout.world_size; ep *= 2) {
-    AllToAllDispatcher dispatcher(make_process_groups(ep, kExperts, "mpi", false).ep, kExperts);
+    AllToAllDispatcher dispatcher(make_process_groups(ep, kExperts, Backend::kMpi, false).ep,
+                                  kExperts);
     for (bool drops : {false, true}) {
       const RankBatch batch = make_batch(layout.rank, 11, drops);
       const torch::Tensor hidden = batch.hidden.to(torch::kFloat);
@@ -155,7 +156,8 @@ TEST(AllToAllDispatch, IdentityExpertsReturnTheInputExactly) {
 TEST(AllToAllDispatch, GradientsFlowBackThroughBothExchanges) {
   const Layout layout = world_layout();
   for (int ep = 1; ep <= layout.world_size; ep *= 2) {
-    AllToAllDispatcher dispatcher(make_process_groups(ep, kExperts, "mpi", false).ep, kExperts);
+    AllToAllDispatcher dispatcher(make_process_groups(ep, kExperts, Backend::kMpi, false).ep,
+                                  kExperts);
     const RankBatch batch = make_batch(layout.rank, 23, true);
     const torch::Tensor hidden = batch.hidden.clone().requires_grad_(true);
     const DispatchedTokens d = dispatcher.dispatch(hidden, batch.expert_ids);

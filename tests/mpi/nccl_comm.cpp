@@ -33,12 +33,12 @@ std::string gpu_unavailable(int world_size) {
   GTEST_SKIP() << "NCCL test skipped: " << why
 
 int world_size() {
-  return make_process_groups(1, 1, "mpi", false).world->size();
+  return make_process_groups(1, 1, Backend::kMpi, false).world->size();
 }
 
 TEST(NcclCollectives, AllReduceGatherBroadcastOnTheGpu) {
   SKIP_WITHOUT_GPU(world_size());
-  ProcessGroups groups = make_process_groups(1, 4, "nccl", true);
+  ProcessGroups groups = make_process_groups(1, 4, Backend::kNccl, true);
   ASSERT_EQ(groups.backend, "nccl");
   auto& comm = *groups.world;
   const int size = comm.size(), rank = comm.rank();
@@ -58,7 +58,7 @@ TEST(NcclCollectives, AllReduceGatherBroadcastOnTheGpu) {
 TEST(NcclDispatch, IdentityExpertsReturnTheInputExactly) {
   const int size = world_size();
   SKIP_WITHOUT_GPU(size);
-  ProcessGroups groups = make_process_groups(size, 4 * size, "nccl", true);
+  ProcessGroups groups = make_process_groups(size, 4 * size, Backend::kNccl, true);
   AllToAllDispatcher dispatcher(groups.ep, 4 * size);
   torch::manual_seed(groups.world->rank());
   const torch::Tensor hidden = torch::randn({37, 16}, torch::kCUDA);

@@ -14,7 +14,7 @@ namespace moelab {
 namespace {
 
 std::shared_ptr<Communicator> world() {
-  return make_process_groups(1, 1, "mpi", false).world;
+  return make_process_groups(1, 1, Backend::kMpi, false).world;
 }
 
 NamedParams make_params() {

@@ -73,7 +73,7 @@ void expect_round_trip(Transformer& model, const NamedTensors& saved) {
 
 TEST(StackedTensors, PerExpertCheckpointLoadsIntoTheStacksAndSavesBitwise) {
   const Config cfg = testing::tiny_config(true);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   // One stacked parameter per projection and layer, not one per expert.
   int64_t expert_params = 0;
   for (const auto& p : model->named_parameters()) expert_params += is_expert(p.key());
@@ -83,12 +83,12 @@ TEST(StackedTensors, PerExpertCheckpointLoadsIntoTheStacksAndSavesBitwise) {
 
 TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
   const Config cfg = testing::tiny_config(true);
-  Transformer full(cfg);
+  Transformer full(model_settings(cfg));
   MoeContext odd_rank;
   odd_rank.make_dispatcher = [](int64_t) {
     return std::make_shared<HoldsExperts>(std::vector<int64_t>{1, 3});
   };
-  Transformer partial(cfg, odd_rank);
+  Transformer partial(model_settings(cfg), odd_rank);
   expect_round_trip(partial, per_expert_checkpoint(full));
   for (const auto& w : partial->named_weights()) {
     if (is_expert(w.key())) {
@@ -102,7 +102,7 @@ TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
 TEST(StackedTensors, HeterogeneousWidthsRoundTripThroughOneStackPerWidth) {
   Config cfg = testing::tiny_config(true);
   cfg.moe.expert_widths = {8, 16, 8, 16};
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   int64_t expert_params = 0;
   for (const auto& p : model->named_parameters()) expert_params += is_expert(p.key());
   EXPECT_EQ(expert_params, 2 /*layers*/ * 2 /*widths*/ * 3 /*projections*/);
@@ -111,7 +111,7 @@ TEST(StackedTensors, HeterogeneousWidthsRoundTripThroughOneStackPerWidth) {
 
 TEST(StackedTensors, JoinNamesTheMissingExpertTensor) {
   const Config cfg = testing::tiny_config(true);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   NamedTensors saved = per_expert_checkpoint(model);
   saved.erase("layers.1.moe.experts.2.w3");
   try {
@@ -126,7 +126,7 @@ TEST(StackedTensors, JoinNamesTheMissingExpertTensor) {
 
 TEST(StackedTensors, JoinRefusesExpertsAtDifferentSteps) {
   const Config cfg = testing::tiny_config(true);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   NamedTensors saved = per_expert_checkpoint(model);
   saved["optim/layers.0.moe.experts.3.w2/step"] = torch::tensor(int64_t{4});
   EXPECT_THROW(join_stacked(saved, model->stacked_params(), "ckpt"), InputError);
@@ -134,7 +134,7 @@ TEST(StackedTensors, JoinRefusesExpertsAtDifferentSteps) {
 
 TEST(StackedTensors, WeightsOnlyCheckpointsJoinWithoutOptimizerState) {
   const Config cfg = testing::tiny_config(true);
-  Transformer model(cfg);
+  Transformer model(model_settings(cfg));
   NamedTensors weights;
   for (const auto& w : model->named_weights()) weights[w.key()] = w.value().detach().clone();
   const NamedTensors joined = join_stacked(weights, model->stacked_params(), "ckpt");

@@ -313,12 +313,14 @@ TEST_F(TrainerE2E, ShardedOptimizerTrainsTheUnshardedCurveAndSharesItsCheckpoint
 // The run records how "auto" resolved on this machine, as the log says it.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
-  const auto expected = moelab::resolve_precision("auto", torch::Device(torch::kCPU));
+  const auto expected =
+      moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU));
+  const std::string precision = moelab::choice_name(expected.precision);
   std::ifstream in(kRoot / "auto" / "run.json");
   const auto record = nlohmann::json::parse(in);
-  EXPECT_EQ(record.at("precision"), expected.precision);
+  EXPECT_EQ(record.at("precision"), precision);
   EXPECT_EQ(record.at("precision_reason"), expected.reason);
-  EXPECT_NE(last_log().find("precision " + expected.precision + " (" + expected.reason + ")"),
+  EXPECT_NE(last_log().find("precision " + precision + " (" + expected.reason + ")"),
             std::string::npos)
       << last_log();
 }
