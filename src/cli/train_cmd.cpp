@@ -7,6 +7,7 @@
 #include "config/load.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/mpi_session.h"
 
 namespace moelab {
@@ -32,6 +33,7 @@ void add_train_command(CLI::App& root) {
     if (!opts->out.empty()) overrides.push_back("train.out_dir=" + opts->out);
     // Every rank validates the config before any collective starts.
     Config cfg = load_config(opts->file, overrides, MpiSession::size());
+    set_log_level(choice_name(cfg.log.level));
     TrainSummary s = run_training(cfg);
     if (s.stopped_by_signal) {
       throw StoppedForResume("stopped on a signal at step " + std::to_string(s.steps) +

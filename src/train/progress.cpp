@@ -60,13 +60,12 @@ Progress::Progress(int64_t total_steps, ProgressMode mode, int64_t plain_every)
 
 void Progress::update(int64_t step, double loss, double tokens_per_s, double lr) {
   if (mode_ == ProgressMode::kOff) return;
-  const auto now = std::chrono::steady_clock::now();
   if (first_step_ < 0) {
     // The first update marks the clock; its own step's time is unknown.
     first_step_ = step;
-    start_ = now;
+    since_first_ = Stopwatch();
   }
-  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double elapsed = since_first_.seconds();
   const std::string line =
       format_progress_line(step, total_steps_, loss, tokens_per_s, lr,
                            eta_seconds(step - first_step_, total_steps_ - step, elapsed));

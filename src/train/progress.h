@@ -3,11 +3,11 @@
 // log lines every few steps, since a redrawn line turns into garbage in a file.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "config/choices.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
 
@@ -46,7 +46,7 @@ class Progress {
   ProgressMode mode_;
   int64_t plain_every_;
   int64_t first_step_ = -1;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch since_first_;
   bool line_open_ = false;
 };
 

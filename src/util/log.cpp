@@ -28,21 +28,28 @@ class RankTag : public spdlog::custom_flag_formatter {
   int rank_;
 };
 
+int g_rank = 0;
+
 }  // namespace
 
-void init_logging(int rank, const std::string& level) {
+void set_log_level(const std::string& level) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") {
     throw InputError("log level '" + level + "' is not one of debug, info, warn, error");
   }
+  // Only rank 0 speaks below warning level, so N ranks don't print N copies.
+  spdlog::set_level(g_rank == 0 ? parsed : std::max(parsed, spdlog::level::warn));
+}
+
+void init_logging(int rank, const std::string& level) {
+  g_rank = rank;
   auto logger = spdlog::stderr_color_mt("moelab-" + std::to_string(rank));
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<RankTag>('*', rank).set_pattern("%^%l%$ %*%v");
   logger->set_formatter(std::move(formatter));
-  // Only rank 0 speaks below warning level, so N ranks don't print N copies.
-  logger->set_level(rank == 0 ? parsed : std::max(parsed, spdlog::level::warn));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+  set_log_level(level);
 }
 
 }  // namespace moelab

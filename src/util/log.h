@@ -10,5 +10,8 @@
 namespace moelab {
 
 void init_logging(int rank, const std::string& level = "info");
+// The least severe level logged ("debug", "info", "warn", "error"), e.g. from a
+// run's log.level; ranks other than 0 still log only warnings and errors.
+void set_log_level(const std::string& level);
 
 }  // namespace moelab

@@ -159,7 +159,27 @@ TEST(Cli, AModelVocabularyBelowTheDatasetsExitsTwoAndAPaddedOneTrains) {
     } else {
       EXPECT_EQ(r.code, 0) << r.output;
       EXPECT_TRUE(std::filesystem::exists(dir + "/run96/DONE")) << r.output;
+      EXPECT_NE(r.output.find("model.vocab_size 96 pads the dataset's 70 ids (26 rows no id "
+                              "reaches)"),
+                std::string::npos)
+          << r.output;
     }
+  }
+}
+
+// log.level applies to the run: "warn" leaves out the info lines a default run prints.
+TEST(Cli, TheConfigsLogLevelSetsWhatARunPrints) {
+  const std::string dir = testing::TempDir() + "/log_level";
+  ASSERT_NO_FATAL_FAILURE(prep_tiny_datasets(dir, {"70"}));
+  std::ofstream(dir + "/run.toml")
+      << tiny_model_toml(70) << "[data]\ndir = \"" << dir << "/v70\"\n";
+  for (const std::string level : {"info", "warn"}) {
+    Result r = moelab("train " + dir + "/run.toml --set log.level=" + level + " --out " + dir +
+                      "/run_" + level);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const bool info_lines =
+        r.output.rfind("info ", 0) == 0 || r.output.find("\ninfo ") != std::string::npos;
+    EXPECT_EQ(info_lines, level == "info") << r.output;
   }
 }
 

@@ -321,6 +321,29 @@ std::vector<std::string> tokenizer_corpus() {
   return texts;
 }
 
+// Exports a tiny model whose dataset (dir/data) was prepared with `tokenizer`
+// to dir/hf.
+void export_tiny_model_with(const Tokenizer& tokenizer, const TempDir& dir) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.vocab_size = tokenizer.vocab_size();
+  cfg.data.dir = dir / "data";
+  Transformer model(model_settings(cfg));
+  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+}
+
+// transformers' AutoTokenizer on dir/hf gives `tokenizer`'s ids for every text
+// (less prep's closing EOS).
+void expect_exported_tokenizer_gives(const Tokenizer& tokenizer,
+                                     const std::vector<std::string>& texts, const TempDir& dir) {
+  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
+  const auto ours = tokenizer.encode_documents(texts);
+  ASSERT_EQ(theirs.size(), ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
+    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
+  }
+}
+
 // The dataset's SentencePiece model goes next to the weights, and transformers'
 // AutoTokenizer gives the ids moelab's prep gives (less prep's closing EOS).
 TEST(HfExport, WritesTheDatasetsTokenizerGivingPrepsIds) {
@@ -332,19 +355,9 @@ TEST(HfExport, WritesTheDatasetsTokenizerGivingPrepsIds) {
   const Tokenizer tokenizer(train_tokenizer(texts, options), "test.model");
   std::filesystem::create_directories(dir / "data");
   write_file_atomically(dir / "data/tokenizer.model", tokenizer.file_bytes());
-  Config cfg = testing::tiny_config(true);
-  cfg.model.vocab_size = tokenizer.vocab_size();
-  cfg.data.dir = dir / "data";
-  Transformer model(model_settings(cfg));
-  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+  export_tiny_model_with(tokenizer, dir);
   ASSERT_TRUE(std::filesystem::exists(dir / "hf/tokenizer_config.json"));
-  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
-  const auto ours = tokenizer.encode_documents(texts);
-  ASSERT_EQ(theirs.size(), ours.size());
-  for (size_t i = 0; i < ours.size(); ++i) {
-    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
-    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
-  }
+  expect_exported_tokenizer_gives(tokenizer, texts, dir);
 }
 
 // A dataset prepared with a Hugging Face tokenizer.json (a Llama-3-style
@@ -362,20 +375,10 @@ TEST(HfExport, WritesTheDatasetsTokenizerJsonGivingPrepsIds) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const Tokenizer tokenizer = Tokenizer::from_file(dir / "llama3.json");
   tokenizer.save_to_dataset(dir / "data");
-  Config cfg = testing::tiny_config(true);
-  cfg.model.vocab_size = tokenizer.vocab_size();
-  cfg.data.dir = dir / "data";
-  Transformer model(model_settings(cfg));
-  export_hf(testing::save_model_checkpoint(dir / "run", 1, model, cfg), dir / "hf");
+  export_tiny_model_with(tokenizer, dir);
   EXPECT_EQ(read_text_file(dir / "hf/tokenizer.json", "exported tokenizer"),
             tokenizer.file_bytes());
-  const auto theirs = hf_token_ids(dir / "hf", texts, dir);
-  const auto ours = tokenizer.encode_documents(texts);
-  ASSERT_EQ(theirs.size(), ours.size());
-  for (size_t i = 0; i < ours.size(); ++i) {
-    const std::vector<int64_t> expected(ours[i].begin(), ours[i].end() - 1);  // less EOS
-    EXPECT_EQ(theirs[i], expected) << "text " << i << ": '" << texts[i] << "'";
-  }
+  expect_exported_tokenizer_gives(tokenizer, texts, dir);
 }
 
 TEST(Safetensors, RoundTripsAndRefusesATruncatedFile) {
