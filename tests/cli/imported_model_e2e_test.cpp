@@ -34,6 +34,7 @@ using testing::hf_token_ids;
 using testing::make_document;
 using testing::moelab;
 using testing::MoelabResult;
+using testing::split_documents;
 using testing::TempDir;
 
 constexpr int64_t kBatchSeqs = 8;
@@ -67,21 +68,6 @@ void train_tokenizer_json(const TempDir& dir) {
   const std::string cmd = testing::kPython + " " + testing::kReference + "tokenizer_reference.py " +
                           dir.str() + " llama3";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
-
-// Every document of a prepared split, as prep wrote its ids (EOS included).
-std::vector<std::vector<int64_t>> split_documents(const std::string& dataset,
-                                                  const std::string& split) {
-  std::vector<std::vector<int64_t>> docs;
-  for (const auto& path : read_dataset_info(dataset, split).shards) {
-    const ShardReader shard(path);
-    const auto offsets = shard.doc_offsets();
-    for (size_t d = 0; d + 1 < offsets.size(); ++d) {
-      docs.emplace_back(offsets[d + 1] - offsets[d]);
-      shard.read_tokens(offsets[d], int64_t(docs.back().size()), docs.back().data());
-    }
-  }
-  return docs;
 }
 
 // Mean next-token cross-entropy of transformers' model in `hf_dir` on

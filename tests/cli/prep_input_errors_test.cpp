@@ -7,21 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "cli/run_moelab.h"
+
 namespace {
-
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result prep(const std::string& args) {
-  const std::string cmd = std::string(MOELAB_BINARY) + " prep " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  return {WEXITSTATUS(pclose(pipe)), out};
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -42,7 +30,8 @@ TEST(CliPrep, DamagedInputsExitTwoNamingTheFile) {
       {"--format megatron " + dir + "/bad --vocab-size 10 --eos-id 1",
        dir + "/bad.idx: not a Megatron index"}};
   for (const auto& [args, message] : cases) {
-    const Result r = prep(args + " --force --out " + dir + "/out");
+    const moelab::testing::MoelabResult r =
+        moelab::testing::moelab("prep " + args + " --force --out " + dir + "/out");
     EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
     EXPECT_FALSE(std::filesystem::exists(dir + "/out/train/manifest.json")) << args;

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "common/temp_dir.h"
+#include "data/dataset_info.h"
 #include "data/prep.h"
+#include "data/shard_reader.h"
 #include "data/shard_sink.h"
 #include "util/error.h"
 
@@ -22,6 +24,21 @@ namespace moelab::testing {
 inline void write_text(const std::string& path, const std::string& contents) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << contents;
+}
+
+// Every document of a prepared split, as prep wrote its ids (EOS included), in order.
+inline std::vector<std::vector<int64_t>> split_documents(const std::string& dataset,
+                                                         const std::string& split) {
+  std::vector<std::vector<int64_t>> docs;
+  for (const auto& path : read_dataset_info(dataset, split).shards) {
+    const ShardReader shard(path);
+    const auto offsets = shard.doc_offsets();
+    for (size_t d = 0; d + 1 < offsets.size(); ++d) {
+      docs.emplace_back(offsets[d + 1] - offsets[d]);
+      shard.read_tokens(offsets[d], int64_t(docs.back().size()), docs.back().data());
+    }
+  }
+  return docs;
 }
 
 inline std::string read_bytes(const std::string& path) {

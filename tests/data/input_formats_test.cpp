@@ -24,6 +24,7 @@ using testing::expect_input_error;
 using testing::make_document;
 using testing::read_bytes;
 using testing::small_prep_options;
+using testing::split_documents;
 using testing::TempDir;
 using testing::write_text;
 
@@ -83,22 +84,6 @@ CorpusOptions jsonl_options() {
   CorpusOptions options;
   options.format = CorpusFormat::kJsonl;
   return options;
-}
-
-// Every document of a split, as token ids, in order.
-std::vector<std::vector<int64_t>> split_documents(const std::string& dataset,
-                                                  const std::string& split) {
-  std::vector<std::vector<int64_t>> docs;
-  for (const auto& path : read_dataset_info(dataset, split).shards) {
-    const ShardReader shard(path);
-    const auto offsets = shard.doc_offsets();
-    for (size_t d = 0; d + 1 < offsets.size(); ++d) {
-      std::vector<int64_t> tokens(offsets[d + 1] - offsets[d]);
-      shard.read_tokens(offsets[d], static_cast<int64_t>(tokens.size()), tokens.data());
-      docs.push_back(tokens);
-    }
-  }
-  return docs;
 }
 
 TEST(CompressedInput, ZstdJsonlAndTextReadLikePlain) {
