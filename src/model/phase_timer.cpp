@@ -34,11 +34,12 @@ void PhaseTimer::add(Phase phase, double seconds) {
   g_seconds[static_cast<size_t>(phase)] += seconds;
 }
 
-PhaseScope::PhaseScope(Phase phase)
-    : range_(phase_name(phase)), phase_(phase), active_(g_enabled) {}
+PhaseScope::PhaseScope(Phase phase) : range_(phase_name(phase)), phase_(phase) {
+  if (g_enabled) watch_.emplace();
+}
 
 PhaseScope::~PhaseScope() {
-  if (active_) PhaseTimer::add(phase_, watch_.seconds());
+  if (watch_) PhaseTimer::add(phase_, watch_->seconds());
 }
 
 }  // namespace moelab

@@ -5,6 +5,8 @@
 // the local phases before them may be under-counted.
 #pragma once
 
+#include <optional>
+
 #include "util/stopwatch.h"
 #include "util/trace_scope.h"
 
@@ -48,8 +50,7 @@ class PhaseScope {
  private:
   TraceScope range_;
   Phase phase_;
-  bool active_;
-  Stopwatch watch_;
+  std::optional<Stopwatch> watch_;  // only while timing is on: no clock read otherwise
 };
 
 }  // namespace moelab
