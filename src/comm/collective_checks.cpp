@@ -43,6 +43,16 @@ void check_root(const char* op, int rank, int size, int root) {
   }
 }
 
+int64_t reduce_scatter_rows(const char* op, int rank, int size, const torch::Tensor& t) {
+  if (t.dim() < 1 || t.size(0) % size != 0) {
+    throw std::invalid_argument(comm_error(op, rank,
+                                           "tensor of shape " + c10::str(t.sizes()) +
+                                               " does not split into " + std::to_string(size) +
+                                               " equal blocks of dim 0"));
+  }
+  return t.size(0) / size;
+}
+
 int64_t row_bytes(const torch::Tensor& t) {
   int64_t elements = 1;
   for (int64_t i = 1; i < t.dim(); ++i) elements *= t.size(i);

@@ -19,6 +19,10 @@ int64_t check_all_to_all_splits(const char* op, int rank, int size, const torch:
 // Checks that `root` is a rank of a group of `size`.
 void check_root(const char* op, int rank, int size, int root);
 
+// Checks that `t` has a dim 0 that the group's `size` ranks split evenly, as
+// reduce_scatter_sum needs. Returns the rows each rank receives.
+int64_t reduce_scatter_rows(const char* op, int rank, int size, const torch::Tensor& t);
+
 // Bytes in one dim-0 row of `t` (the product of the other dims times the item size).
 int64_t row_bytes(const torch::Tensor& t);
 

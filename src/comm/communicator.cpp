@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include "comm/collective_checks.h"
+
 namespace moelab {
 namespace {
 
@@ -13,6 +15,25 @@ class FinishedCollective : public PendingCollective {
 std::unique_ptr<PendingCollective> Communicator::start_all_reduce_sum(torch::Tensor& t) {
   all_reduce_sum(t);
   return std::make_unique<FinishedCollective>();
+}
+
+torch::Tensor Communicator::reduce_scatter_sum(const torch::Tensor& t) {
+  const int64_t rows = reduce_scatter_rows("reduce_scatter_sum", rank(), size(), t);
+  torch::Tensor sum = t.clone();
+  all_reduce_sum(sum);
+  return sum.narrow(0, rank() * rows, rows).clone();
+}
+
+std::unique_ptr<PendingCollective> Communicator::start_reduce_scatter_sum(const torch::Tensor& send,
+                                                                          torch::Tensor& recv) {
+  recv.copy_(reduce_scatter_sum(send));
+  return std::make_unique<FinishedCollective>();
+}
+
+torch::Tensor Communicator::gather(const torch::Tensor& t, int root) {
+  check_root("gather", rank(), size(), root);
+  torch::Tensor all = all_gather(t);
+  return rank() == root ? all : torch::Tensor();
 }
 
 }  // namespace moelab

@@ -36,8 +36,19 @@ class Communicator {
   // Every rank must start a communicator's collectives in the same order. The
   // default reduces at once and returns a finished handle.
   virtual std::unique_ptr<PendingCollective> start_all_reduce_sum(torch::Tensor& t);
+  // The sum over ranks of `t`, of which this rank gets its block of dim 0: rows
+  // [rank*k, (rank+1)*k) for k = t.size(0) / size(), which must divide evenly.
+  // bf16/fp16 as all_reduce_sum. The default all-reduces a copy and keeps the block.
+  virtual torch::Tensor reduce_scatter_sum(const torch::Tensor& t);
+  // Starts reduce_scatter_sum(send) into `recv` (k rows of send's shape): both
+  // must stay alive and untouched until wait(). The default does it at once.
+  virtual std::unique_ptr<PendingCollective> start_reduce_scatter_sum(const torch::Tensor& send,
+                                                                      torch::Tensor& recv);
   // Concatenation along dim 0 of every rank's tensor (all must have equal shapes).
   virtual torch::Tensor all_gather(const torch::Tensor& t) = 0;
+  // all_gather's result on `root` only (an undefined tensor on the other ranks),
+  // which alone holds the whole. The default all-gathers.
+  virtual torch::Tensor gather(const torch::Tensor& t, int root);
   // Sends rows [sum(send_rows[:p]), sum(send_rows[:p+1])) of `send` (dim 0) to
   // rank p and returns the rows received, ordered by source rank. recv_rows[p]
   // must equal what rank p sends here. Any dtype; zero-row splits are fine.

@@ -32,6 +32,21 @@ void copy_back(torch::Tensor& t, const torch::Tensor& work) {
   if (!work.is_same(t)) t.copy_(work);
 }
 
+// What the non-blocking collectives take as they are: MPI reduces these in place
+// of the caller's memory, with no staging copy to write back at wait().
+bool startable(const torch::Tensor& t) {
+  const auto type = t.scalar_type();
+  return !t.is_cuda() && t.is_contiguous() && (type == torch::kFloat || type == torch::kDouble);
+}
+
+// MPI has no bf16/fp16 reductions: they are reduced as fp32, which sums them
+// without extra rounding steps. Returns the (possibly converted) values to reduce.
+torch::Tensor reducible(const torch::Tensor& t) {
+  torch::Tensor work = host_contiguous(t);
+  const auto type = work.scalar_type();
+  return type == torch::kBFloat16 || type == torch::kHalf ? work.to(torch::kFloat) : work;
+}
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
@@ -63,39 +78,31 @@ int MpiCommunicator::checked_count(int64_t count, const char* op) const {
   return static_cast<int>(count);
 }
 
-void MpiCommunicator::all_reduce(torch::Tensor& t, MPI_Op op, const char* name) {
-  torch::Tensor work = host_contiguous(t);
-  // MPI has no bf16/fp16 reductions; fp32 sums them without extra rounding steps.
-  const bool narrow_float =
-      work.scalar_type() == torch::kBFloat16 || work.scalar_type() == torch::kHalf;
-  if (narrow_float) work = work.to(torch::kFloat);
-  MPI_Datatype type = MPI_DATATYPE_NULL;
+MPI_Datatype MpiCommunicator::datatype(const torch::Tensor& work, const char* op) const {
   switch (work.scalar_type()) {
     case torch::kFloat:
-      type = MPI_FLOAT;
-      break;
+      return MPI_FLOAT;
     case torch::kDouble:
-      type = MPI_DOUBLE;
-      break;
+      return MPI_DOUBLE;
     case torch::kLong:
-      type = MPI_INT64_T;
-      break;
+      return MPI_INT64_T;
     case torch::kInt:
-      type = MPI_INT32_T;
-      break;
+      return MPI_INT32_T;
     case torch::kShort:
-      type = MPI_INT16_T;
-      break;
+      return MPI_INT16_T;
     case torch::kChar:
-      type = MPI_INT8_T;
-      break;
+      return MPI_INT8_T;
     case torch::kByte:
-      type = MPI_UINT8_T;
-      break;
+      return MPI_UINT8_T;
     default:
       throw std::invalid_argument(comm_error(
-          name, rank_, std::string("unsupported dtype ") + c10::toString(t.scalar_type())));
+          op, rank_, std::string("unsupported dtype ") + c10::toString(work.scalar_type())));
   }
+}
+
+void MpiCommunicator::all_reduce(torch::Tensor& t, MPI_Op op, const char* name) {
+  torch::Tensor work = reducible(t);
+  const MPI_Datatype type = datatype(work, name);
   CollectiveScope scope(name);
   check(MPI_Allreduce(MPI_IN_PLACE, work.data_ptr(), checked_count(work.numel(), name), type, op,
                       comm_),
@@ -111,38 +118,63 @@ void MpiCommunicator::all_reduce_sum(torch::Tensor& t) {
 // blocking collective.
 class MpiPendingCollective : public PendingCollective {
  public:
-  MpiPendingCollective(const MpiCommunicator& comm, MPI_Request request)
-      : comm_(comm), request_(request) {}
+  MpiPendingCollective(const MpiCommunicator& comm, MPI_Request request, const char* op)
+      : comm_(comm), request_(request), op_(op) {}
   ~MpiPendingCollective() override {
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   void progress() override {
     int done = 0;
     if (request_ != MPI_REQUEST_NULL)
-      comm_.check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), kOp);
+      comm_.check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), op_);
   }
   void wait() override {
-    CollectiveScope scope(kOp);
-    comm_.check(MPI_Wait(&request_, MPI_STATUS_IGNORE), kOp);
+    CollectiveScope scope(op_);
+    comm_.check(MPI_Wait(&request_, MPI_STATUS_IGNORE), op_);
   }
 
  private:
-  static constexpr const char* kOp = "all_reduce_sum (overlapped)";
   const MpiCommunicator& comm_;
   MPI_Request request_;
+  const char* op_;  // what it started, overlapped
 };
 
 std::unique_ptr<PendingCollective> MpiCommunicator::start_all_reduce_sum(torch::Tensor& t) {
-  const auto type = t.scalar_type();
-  if (t.is_cuda() || !t.is_contiguous() || (type != torch::kFloat && type != torch::kDouble)) {
-    return Communicator::start_all_reduce_sum(t);
-  }
+  if (!startable(t)) return Communicator::start_all_reduce_sum(t);
   const char* op = "all_reduce_sum (start)";
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), checked_count(t.numel(), op),
-                       type == torch::kFloat ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, comm_, &request),
+  check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), checked_count(t.numel(), op), datatype(t, op),
+                       MPI_SUM, comm_, &request),
         op);
-  return std::make_unique<MpiPendingCollective>(*this, request);
+  return std::make_unique<MpiPendingCollective>(*this, request, "all_reduce_sum (overlapped)");
+}
+
+torch::Tensor MpiCommunicator::reduce_scatter_sum(const torch::Tensor& t) {
+  const char* op = "reduce_scatter_sum";
+  const int64_t rows = reduce_scatter_rows(op, rank_, size_, t);
+  torch::Tensor work = reducible(t);
+  torch::Tensor out = host_empty(with_rows(work, rows), work);
+  const MPI_Datatype type = datatype(work, op);
+  CollectiveScope scope(op);
+  check(MPI_Reduce_scatter_block(work.data_ptr(), out.data_ptr(), checked_count(out.numel(), op),
+                                 type, MPI_SUM, comm_),
+        op);
+  return to_device_of(out, t).to(t.scalar_type());
+}
+
+std::unique_ptr<PendingCollective> MpiCommunicator::start_reduce_scatter_sum(
+    const torch::Tensor& send, torch::Tensor& recv) {
+  const char* op = "reduce_scatter_sum (start)";
+  const int64_t rows = reduce_scatter_rows(op, rank_, size_, send);
+  if (!startable(send) || !startable(recv) || recv.scalar_type() != send.scalar_type() ||
+      recv.sizes() != c10::IntArrayRef(with_rows(send, rows))) {
+    return Communicator::start_reduce_scatter_sum(send, recv);
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), checked_count(recv.numel(), op),
+                                  datatype(send, op), MPI_SUM, comm_, &request),
+        op);
+  return std::make_unique<MpiPendingCollective>(*this, request, "reduce_scatter_sum (overlapped)");
 }
 
 void MpiCommunicator::all_reduce_max(torch::Tensor& t) {
@@ -158,6 +190,21 @@ torch::Tensor MpiCommunicator::all_gather(const torch::Tensor& t) {
   CollectiveScope scope(op);
   check(MPI_Allgather(in.data_ptr(), bytes, MPI_BYTE, out.data_ptr(), bytes, MPI_BYTE, comm_), op);
   return to_device_of(out, t);
+}
+
+torch::Tensor MpiCommunicator::gather(const torch::Tensor& t, int root) {
+  const char* op = "gather";
+  check_root(op, rank_, size_, root);
+  if (t.dim() < 1) throw std::invalid_argument(comm_error(op, rank_, "tensor must have dim 0"));
+  torch::Tensor in = host_contiguous(t);
+  torch::Tensor out;
+  if (rank_ == root) out = host_empty(with_rows(t, t.size(0) * size_), t);
+  const int bytes = checked_count(in.nbytes(), op);
+  CollectiveScope scope(op);
+  check(MPI_Gather(in.data_ptr(), bytes, MPI_BYTE, rank_ == root ? out.data_ptr() : nullptr, bytes,
+                   MPI_BYTE, root, comm_),
+        op);
+  return rank_ == root ? to_device_of(out, t) : torch::Tensor();
 }
 
 torch::Tensor MpiCommunicator::all_to_all_v(const torch::Tensor& send,

@@ -25,7 +25,13 @@ class MpiCommunicator : public Communicator {
   // MPI_Iallreduce for contiguous fp32/fp64 CPU tensors; the blocking default
   // for anything else.
   std::unique_ptr<PendingCollective> start_all_reduce_sum(torch::Tensor& t) override;
+  torch::Tensor reduce_scatter_sum(const torch::Tensor& t) override;
+  // MPI_Ireduce_scatter_block when both are contiguous fp32/fp64 CPU tensors of
+  // one dtype; the blocking default for anything else.
+  std::unique_ptr<PendingCollective> start_reduce_scatter_sum(const torch::Tensor& send,
+                                                              torch::Tensor& recv) override;
   torch::Tensor all_gather(const torch::Tensor& t) override;
+  torch::Tensor gather(const torch::Tensor& t, int root) override;
   torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                              const std::vector<int64_t>& recv_rows) override;
   void broadcast(torch::Tensor& t, int root) override;
@@ -34,6 +40,7 @@ class MpiCommunicator : public Communicator {
 
  private:
   void all_reduce(torch::Tensor& t, MPI_Op op, const char* name);
+  MPI_Datatype datatype(const torch::Tensor& work, const char* op) const;
   friend class MpiPendingCollective;
   void check(int code, const char* op) const;
   int checked_count(int64_t count, const char* op) const;

@@ -132,6 +132,19 @@ void NcclCommunicator::all_reduce_max(torch::Tensor& t) {
   all_reduce(t, ncclMax, "all_reduce_max");
 }
 
+torch::Tensor NcclCommunicator::reduce_scatter_sum(const torch::Tensor& t) {
+  const char* op = "reduce_scatter_sum";
+  require_cuda(t, op);
+  const int64_t rows = reduce_scatter_rows(op, rank_, size_, t);
+  torch::Tensor in = t.contiguous();
+  torch::Tensor out = torch::empty(with_rows(t, rows), t.options());
+  check(ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), nccl_type(in.scalar_type()),
+                          ncclSum, nccl_, stream_of(in)),
+        op);
+  enqueued(op, stream_of(in));
+  return out;
+}
+
 torch::Tensor NcclCommunicator::all_gather(const torch::Tensor& t) {
   const char* op = "all_gather";
   require_cuda(t, op);
@@ -141,6 +154,29 @@ torch::Tensor NcclCommunicator::all_gather(const torch::Tensor& t) {
   check(ncclAllGather(in.data_ptr(), out.data_ptr(), in.nbytes(), ncclUint8, nccl_, stream_of(in)),
         op);
   enqueued(op, stream_of(in));
+  return out;
+}
+
+torch::Tensor NcclCommunicator::gather(const torch::Tensor& t, int root) {
+  const char* op = "gather";
+  require_cuda(t, op);
+  check_root(op, rank_, size_, root);
+  if (t.dim() < 1) throw std::invalid_argument(comm_error(op, rank_, "tensor must have dim 0"));
+  torch::Tensor in = t.contiguous();
+  const cudaStream_t stream = stream_of(in);
+  const size_t bytes = in.nbytes();
+  torch::Tensor out;
+  // NCCL has no gather: every rank sends to the root, which receives from each.
+  check(ncclGroupStart(), op);
+  if (rank_ == root) {
+    out = torch::empty(with_rows(t, t.size(0) * size_), t.options());
+    for (int p = 0; p < size_; ++p) {
+      check(ncclRecv(bytes_of(out) + p * bytes, bytes, ncclUint8, p, nccl_, stream), op);
+    }
+  }
+  check(ncclSend(in.data_ptr(), bytes, ncclUint8, root, nccl_, stream), op);
+  check(ncclGroupEnd(), op);
+  enqueued(op, stream);
   return out;
 }
 

@@ -38,7 +38,9 @@ class NcclCommunicator : public Communicator, public AsyncCollectives {
   int size() const override { return size_; }
   void all_reduce_sum(torch::Tensor& t) override;
   void all_reduce_max(torch::Tensor& t) override;
+  torch::Tensor reduce_scatter_sum(const torch::Tensor& t) override;
   torch::Tensor all_gather(const torch::Tensor& t) override;
+  torch::Tensor gather(const torch::Tensor& t, int root) override;
   torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                              const std::vector<int64_t>& recv_rows) override;
   void broadcast(torch::Tensor& t, int root) override;

@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 
+#include "train/shard_range.h"
+
 namespace moelab {
 namespace {
 
@@ -13,11 +15,12 @@ torch::Tensor& grad_or_zeros(torch::Tensor& p) {
 }  // namespace
 
 GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicator> group,
-                   double divisor, bool overlap, int64_t bucket_bytes)
+                   double divisor, bool overlap, int64_t bucket_bytes, GradReduction reduction)
     : params_(std::move(params)),
       group_(std::move(group)),
       divisor_(divisor),
       overlap_(overlap && group_ && group_->size() > 1),
+      reduction_(reduction),
       bucket_of_(params_.size()) {
   int64_t filled = 0;
   for (size_t i = params_.size(); i-- > 0;) {
@@ -26,9 +29,16 @@ GradSync::GradSync(std::vector<torch::Tensor> params, std::shared_ptr<Communicat
       buckets_.emplace_back();
       filled = 0;
     }
-    buckets_.back().members.push_back(i);
+    Bucket& bucket = buckets_.back();
+    bucket.members.push_back(i);
     bucket_of_[i] = buckets_.size() - 1;
     filled += bytes;
+    // All-reduce: one row of whole gradients; reduce-scatter: a row per rank, of ranges.
+    const int64_t numel = params_[i].numel();
+    bucket.columns.push_back(bucket.row_length);
+    bucket.row_length += reduction_ == GradReduction::kReduceScatter
+                             ? shard_range(numel, group_ ? group_->size() : 1, 0).chunk
+                             : numel;
   }
   if (!overlap_) return;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -64,10 +74,40 @@ void GradSync::on_gradient(size_t param) {
 }
 
 void GradSync::start(Bucket& bucket) {
+  if (reduction_ == GradReduction::kReduceScatter) {
+    start_reduce_scatter(bucket);
+    return;
+  }
   std::vector<torch::Tensor> grads;
   for (size_t i : bucket.members) grads.push_back(grad_or_zeros(params_[i]).reshape({-1}));
   bucket.flat = torch::cat(grads);
   bucket.pending = group_->start_all_reduce_sum(bucket.flat);
+}
+
+void GradSync::start_reduce_scatter(Bucket& bucket) {
+  const int64_t ranks = group_->size();
+  bucket.flat = torch::empty({ranks, bucket.row_length}, params_[bucket.members[0]].options());
+  for (size_t m = 0; m < bucket.members.size(); ++m) {
+    const torch::Tensor& grad = grad_or_zeros(params_[bucket.members[m]]);
+    const int64_t chunk = shard_range(grad.numel(), ranks, 0).chunk;
+    copy_into_rows(grad, bucket.flat.narrow(1, bucket.columns[m], chunk));
+  }
+  bucket.received = torch::empty({1, bucket.row_length}, bucket.flat.options());
+  bucket.pending = group_->start_reduce_scatter_sum(bucket.flat, bucket.received);
+}
+
+void GradSync::finish(Bucket& bucket) {
+  for (size_t m = 0; m < bucket.members.size(); ++m) {
+    torch::Tensor& g = params_[bucket.members[m]].mutable_grad();
+    // Divides on the way back: one pass over the bucket instead of two.
+    if (reduction_ == GradReduction::kAllReduce) {
+      torch::div_out(g, bucket.flat.narrow(0, bucket.columns[m], g.numel()).view_as(g), divisor_);
+      continue;
+    }
+    const ShardRange range = shard_range(g.numel(), group_->size(), group_->rank());
+    torch::Tensor mine = g.view(-1).narrow(0, range.begin, range.length);
+    torch::div_out(mine, bucket.received[0].narrow(0, bucket.columns[m], range.length), divisor_);
+  }
 }
 
 void GradSync::sync() {
@@ -85,15 +125,9 @@ void GradSync::sync() {
   armed_ = false;
   for (auto& bucket : buckets_) {
     bucket.pending->wait();
-    int64_t offset = 0;
-    for (size_t i : bucket.members) {
-      torch::Tensor& g = params_[i].mutable_grad();
-      // Divides on the way back: one pass over the bucket instead of two.
-      torch::div_out(g, bucket.flat.narrow(0, offset, g.numel()).view_as(g), divisor_);
-      offset += g.numel();
-    }
+    finish(bucket);
     bucket.pending.reset();
-    bucket.flat = torch::Tensor();
+    bucket.flat = bucket.received = torch::Tensor();
   }
 }
 

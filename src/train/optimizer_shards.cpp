@@ -1,5 +1,6 @@
 #include "train/optimizer_shards.h"
 
+#include "train/shard_range.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -11,17 +12,17 @@ OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Comm
   const int64_t rank = group_->rank();
   for (const auto& [name, p] : params_) {
     TORCH_CHECK(p.is_contiguous(), "sharded parameter '", name, "' must be contiguous");
+    const ShardRange range = shard_range(p.numel(), ranks, rank);
     Layout l;
     l.numel = p.numel();
-    l.chunk = (l.numel + ranks - 1) / ranks;
-    l.begin = std::min(l.numel, rank * l.chunk);
+    l.chunk = range.chunk;
+    l.begin = range.begin;
     if (buckets_.empty() || buckets_.back().numel + l.chunk > bucket_elements) {
       buckets_.push_back({slices_.size(), 0});
     }
     l.offset = buckets_.back().numel;
     buckets_.back().numel += l.chunk;
-    const int64_t length = std::min(l.numel, l.begin + l.chunk) - l.begin;
-    slices_.emplace_back(name, p.detach().view(-1).narrow(0, l.begin, length));
+    slices_.emplace_back(name, p.detach().view(-1).narrow(0, l.begin, range.length));
     layout_.push_back(l);
     is_matrix_.push_back(p.dim() >= 2);
   }
@@ -44,7 +45,8 @@ void OptimizerShards::detach_gradients() const {
 }
 
 void OptimizerShards::gather(const std::vector<torch::Tensor>& slices,
-                             const std::function<void(size_t, const torch::Tensor&)>& take) const {
+                             const std::function<void(size_t, const torch::Tensor&)>& take,
+                             GatherTo to) const {
   const int64_t ranks = group_->size();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const size_t end = b + 1 < buckets_.size() ? buckets_[b + 1].first : slices.size();
@@ -54,8 +56,11 @@ void OptimizerShards::gather(const std::vector<torch::Tensor>& slices,
     for (size_t i = buckets_[b].first; i < end; ++i) {
       flat.narrow(0, layout_[i].offset, slices[i].numel()).copy_(slices[i].reshape(-1));
     }
+    const torch::Tensor gathered =
+        to == GatherTo::kEveryRank ? group_->all_gather(flat) : group_->gather(flat, 0);
+    if (!gathered.defined()) continue;
     // Row q holds rank q's chunks; a parameter's elements are its column block, row by row.
-    const torch::Tensor rows = group_->all_gather(flat).view({ranks, numel});
+    const torch::Tensor rows = gathered.view({ranks, numel});
     for (size_t i = buckets_[b].first; i < end; ++i) {
       const Layout& l = layout_[i];
       take(i, rows.narrow(1, l.offset, l.chunk).reshape(-1).narrow(0, 0, l.numel));
@@ -68,9 +73,10 @@ void OptimizerShards::gather_parameters() const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> slices;
   for (const auto& [name, s] : slices_) slices.push_back(s);
-  gather(slices, [&](size_t i, const torch::Tensor& full) {
-    params_[i].second.detach().view(-1).copy_(full);
-  });
+  gather(
+      slices,
+      [&](size_t i, const torch::Tensor& full) { params_[i].second.detach().view(-1).copy_(full); },
+      GatherTo::kEveryRank);
 }
 
 TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) const {
@@ -90,11 +96,15 @@ TensorMap OptimizerShards::gather_state(const torch::optim::AdamW& optimizer) co
     for (const auto& [name, s] : slices_)
       slices.push_back(local.at(optimizer_state_name(name, field)));
     if (slices.empty()) continue;
-    gather(slices, [&](size_t i, const torch::Tensor& gathered) {
-      const auto& [name, p] = params_[i];
-      full[optimizer_state_name(name, field)] = gathered.view(p.sizes()).clone();
-    });
+    gather(
+        slices,
+        [&](size_t i, const torch::Tensor& gathered) {
+          const auto& [name, p] = params_[i];
+          full[optimizer_state_name(name, field)] = gathered.view(p.sizes()).clone();
+        },
+        GatherTo::kFirstRank);
   }
+  if (group_->rank() != 0) return full;
   // Every slice of a parameter is stepped together, so the counts agree; an
   // empty slice's count is as good as any.
   for (const auto& [name, s] : slices_) {

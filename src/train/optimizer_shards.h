@@ -1,12 +1,13 @@
 // ZeRO-1 (parallel.shard_optimizer): AdamW steps only this rank's slice of each
 // parameter, so the moments of a parameter replicated on N ranks take 1/N of
 // their memory on each. The slice of rank r is a view of the parameter's
-// flattened elements [r*c, min(n, (r+1)*c)), c = ceil(n / N). Gradients are
-// averaged in full as without sharding and AdamW is element-wise, so every
-// element gets the update it would get unsharded; after the step the ranks'
-// updated slices are all-gathered back into the full parameters (one collective
-// per group). Checkpoints hold the full moments by parameter name, gathered at
-// save and sliced at load, so they resume at any layout, sharded or not.
+// flattened elements shard_range.h gives it. The gradient exchange
+// reduce-scatters (grad_sync.h), so a rank receives the averaged gradient of its
+// slices only; AdamW is element-wise, so every element gets the update it would
+// get unsharded. After the step the ranks' updated slices are all-gathered back
+// into the full parameters (one collective per bucket). Checkpoints hold the full moments by
+// parameter name, gathered at save and sliced at load, so they resume at any layout, sharded or
+// not.
 #pragma once
 
 #include <torch/torch.h>
@@ -40,7 +41,8 @@ class OptimizerShards {
   // decay follows the parameter's shape, not its slice's.
   const std::vector<bool>& is_matrix() const { return is_matrix_; }
 
-  // Points each slice's gradient at its part of the parameter's (synced) gradient.
+  // Points each slice's gradient at its part of the parameter's gradient, where
+  // the reduce-scatter left the average.
   void attach_gradients() const;
   // Lets go of them after the step, so the step's gradients are freed when the
   // model's are reset rather than living through the next backward.
@@ -48,7 +50,9 @@ class OptimizerShards {
   // Collective: every rank's updated slices into the full parameters.
   void gather_parameters() const;
   // Collective: the full-size optimizer state of every parameter
-  // (optimizer_state_tensors' names and shapes) from the ranks' slices.
+  // (optimizer_state_tensors' names and shapes) from the ranks' slices, on the
+  // group's first rank, which writes it to a checkpoint; empty on the others,
+  // so no other rank ever holds the whole state.
   TensorMap gather_state(const torch::optim::AdamW& optimizer) const;
   // This rank's slices of full-size optimizer state, for load_optimizer_state
   // with slices().
@@ -66,10 +70,12 @@ class OptimizerShards {
     size_t first = 0;   // parameter index
     int64_t numel = 0;  // elements of the chunks it holds
   };
+  enum class GatherTo { kEveryRank, kFirstRank };
   // Collective: each parameter's full flattened tensor from every rank's
-  // slices, handed to `take` with its index, a bucket at a time.
+  // slices, handed to `take` with its index, a bucket at a time, on every rank
+  // or on the group's first only.
   void gather(const std::vector<torch::Tensor>& slices,
-              const std::function<void(size_t, const torch::Tensor&)>& take) const;
+              const std::function<void(size_t, const torch::Tensor&)>& take, GatherTo to) const;
 
   NamedParams params_, slices_;
   std::vector<Layout> layout_;

@@ -48,8 +48,14 @@ void ParallelPlan::parallelize(Transformer& model) {
   }
   stacked_ = model->stacked_params();
   const double world = groups_.world->size();
-  replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world, overlap_);
-  expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world, overlap_);
+  // Sharded, a rank needs the average of its slices only.
+  const GradReduction reduction =
+      shard_optimizer_ ? GradReduction::kReduceScatter : GradReduction::kAllReduce;
+  const int64_t bucket_bytes = 4 << 20;
+  replicated_sync_ = std::make_unique<GradSync>(tensors(replicated_), groups_.dp, world, overlap_,
+                                                bucket_bytes, reduction);
+  expert_sync_ = std::make_unique<GradSync>(tensors(experts_), groups_.expert_dp, world, overlap_,
+                                            bucket_bytes, reduction);
   if (shard_optimizer_) {
     replicated_shards_ = std::make_unique<OptimizerShards>(replicated_, groups_.dp);
     expert_shards_ = std::make_unique<OptimizerShards>(experts_, groups_.expert_dp);
@@ -64,15 +70,31 @@ void ParallelPlan::before_last_backward() {
 void ParallelPlan::sync_gradients() {
   replicated_sync_->sync();
   expert_sync_->sync();
+  if (!shard_optimizer_) return;
+  replicated_shards_->attach_gradients();
+  expert_shards_->attach_gradients();
 }
 
 torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
+  if (shard_optimizer_) {
+    // Every element's average lives in exactly one rank's slice: the squares
+    // of all slices add up over the world.
+    auto sq = local_grad_sq_norm_tensor(tensors(replicated_shards_->slices()), device) +
+              local_grad_sq_norm_tensor(tensors(expert_shards_->slices()), device);
+    groups_.world->all_reduce_sum(sq);
+    return sq;
+  }
   auto expert_sq = local_grad_sq_norm_tensor(expert_sync_->params(), device);
   if (groups_.ep_size > 1) groups_.ep->all_reduce_sum(expert_sq);
   return local_grad_sq_norm_tensor(replicated_sync_->params(), device) + expert_sq;
 }
 
 void ParallelPlan::clip_gradients(double norm, double max_norm) const {
+  if (shard_optimizer_) {
+    clip_grads_to_norm(tensors(replicated_shards_->slices()), norm, max_norm);
+    clip_grads_to_norm(tensors(expert_shards_->slices()), norm, max_norm);
+    return;
+  }
   clip_grads_to_norm(replicated_sync_->params(), norm, max_norm);
   clip_grads_to_norm(expert_sync_->params(), norm, max_norm);
 }
@@ -97,8 +119,6 @@ void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {
     optimizer.step();
     return;
   }
-  replicated_shards_->attach_gradients();
-  expert_shards_->attach_gradients();
   optimizer.step();
   replicated_shards_->detach_gradients();
   expert_shards_->detach_gradients();

@@ -48,7 +48,9 @@ class ParallelPlan {
   // Call before the backward pass of a step's last micro-batch: with
   // parallel.overlap_grad_sync its gradients start their exchange as they come.
   void before_last_backward();
-  // Averages every gradient over the ranks that hold its parameter.
+  // Averages every gradient over the ranks that hold its parameter. With
+  // parallel.shard_optimizer, a rank gets the average of its slices only
+  // (reduce-scatter), which the norm, clipping and step below read.
   void sync_gradients();
   // The global squared gradient norm after sync_gradients(), a 0-dim double on
   // `device` (not read back): replicated gradients are equal on every rank;

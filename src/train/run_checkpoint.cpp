@@ -79,7 +79,9 @@ void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const Name
                          const torch::optim::AdamW& optimizer, const TrainState& state) {
   const ProcessGroups& groups = plan.groups();
   const NamedParams& experts = plan.expert_parameters();
-  // Collective when the state is sharded: every rank takes part, one writes.
+  // Collective when the state is sharded: every rank takes part, and only the
+  // ranks that write it (rank 0, and the first of each expert-data-parallel
+  // group, which is in the first EP group) receive it whole.
   const TensorMap replicated_state = plan.replicated_optimizer_state(optimizer);
   const TensorMap expert_state = plan.expert_optimizer_state(optimizer);
   const std::string& run_dir = cfg.train.out_dir;

@@ -74,7 +74,8 @@ NamedTensors split_stacked(NamedTensors tensors, const StackedParams& stacked) {
   for (const auto& param : stacked) {
     split_entry(tensors, param.name, param.row_names);
     for (const char* field : kStateFields) {
-      split_entry(tensors, optimizer_state_name(param.name, field), state_rows(param.row_names, field));
+      split_entry(tensors, optimizer_state_name(param.name, field),
+                  state_rows(param.row_names, field));
     }
   }
   return tensors;
@@ -85,7 +86,8 @@ NamedTensors join_stacked(NamedTensors tensors, const StackedParams& stacked,
   for (const auto& param : stacked) {
     join_entry(tensors, param.name, param.row_names, /*required=*/true, source);
     for (const char* field : kStateFields) {
-      join_entry(tensors, optimizer_state_name(param.name, field), state_rows(param.row_names, field),
+      join_entry(tensors, optimizer_state_name(param.name, field),
+                 state_rows(param.row_names, field),
                  /*required=*/false, source);
     }
   }

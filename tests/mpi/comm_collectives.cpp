@@ -45,6 +45,42 @@ TEST(Collectives, AllReduceWritesThroughNonContiguousViews) {
   EXPECT_TRUE(torch::equal(base, torch::full({3, 4}, static_cast<float>(comm->size()))));
 }
 
+// Rank r contributes base + r, so block p of the sum is size * base + size(size-1)/2
+// over rows [2p, 2p+2): exact in every dtype tested.
+class ReduceScatterTest : public ::testing::TestWithParam<torch::ScalarType> {};
+
+TEST_P(ReduceScatterTest, EachRankGetsItsBlockOfTheSumBlockingOrStarted) {
+  auto comm = world();
+  const int size = comm->size(), rank = comm->rank();
+  const torch::Tensor base = torch::arange(2 * size * 3, torch::kDouble).view({2 * size, 3});
+  const torch::Tensor mine = (base + rank).to(GetParam());
+  const torch::Tensor want =
+      (base.narrow(0, 2 * rank, 2) * size + size * (size - 1) / 2).to(GetParam());
+  const torch::Tensor blocking = comm->reduce_scatter_sum(mine);
+  EXPECT_EQ(blocking.scalar_type(), GetParam());
+  EXPECT_TRUE(torch::equal(blocking, want)) << blocking;
+  torch::Tensor started = torch::empty({2, 3}, mine.options());
+  comm->start_reduce_scatter_sum(mine, started)->wait();
+  EXPECT_TRUE(torch::equal(started, want)) << started;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, ReduceScatterTest,
+                         ::testing::Values(torch::kFloat, torch::kDouble, torch::kBFloat16,
+                                           torch::kLong));
+
+TEST(Collectives, AReduceScatterThatDoesNotSplitEvenlyIsRefused) {
+  auto comm = world();
+  if (comm->size() == 1) GTEST_SKIP() << "every tensor splits over one rank";
+  try {
+    comm->reduce_scatter_sum(torch::ones({comm->size() + 1, 2}));
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce_scatter_sum on rank"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not split into"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Collectives, AllGatherConcatenatesInRankOrder) {
   auto comm = world();
   const int size = comm->size();
@@ -55,6 +91,20 @@ TEST(Collectives, AllGatherConcatenatesInRankOrder) {
     EXPECT_TRUE(torch::equal(all.narrow(0, 2 * p, 2),
                              torch::arange(6, torch::kLong).view({2, 3}) + 100 * p));
   }
+}
+
+TEST(Collectives, GatherConcatenatesInRankOrderOnTheRootOnly) {
+  auto comm = world();
+  const int size = comm->size(), root = size - 1;
+  const torch::Tensor mine = torch::full({2, 3}, static_cast<double>(comm->rank()));
+  const torch::Tensor all = comm->gather(mine, root);
+  if (comm->rank() != root) {
+    EXPECT_FALSE(all.defined());
+  } else {
+    EXPECT_TRUE(
+        torch::equal(all, torch::arange(size, torch::kDouble).repeat_interleave(6).view({-1, 3})));
+  }
+  EXPECT_THROW(comm->gather(mine, size), std::invalid_argument);
 }
 
 TEST(Collectives, BroadcastFromLastRank) {

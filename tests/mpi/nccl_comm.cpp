@@ -36,7 +36,7 @@ int world_size() {
   return make_process_groups(1, 1, Backend::kMpi, false).world->size();
 }
 
-TEST(NcclCollectives, AllReduceGatherBroadcastOnTheGpu) {
+TEST(NcclCollectives, CollectivesOnTheGpu) {
   SKIP_WITHOUT_GPU(world_size());
   ProcessGroups groups = make_process_groups(1, 4, Backend::kNccl, true);
   ASSERT_EQ(groups.backend, "nccl");
@@ -48,6 +48,17 @@ TEST(NcclCollectives, AllReduceGatherBroadcastOnTheGpu) {
   torch::Tensor all = comm.all_gather(torch::full(
       {2}, static_cast<int64_t>(rank), torch::TensorOptions(torch::kLong).device(torch::kCUDA)));
   EXPECT_TRUE(torch::equal(all.cpu(), torch::arange(size, torch::kLong).repeat_interleave(2)));
+  // Rank r sends r + 1 in every row: each rank's row of the sum is size(size+1)/2.
+  const torch::Tensor block =
+      comm.reduce_scatter_sum(torch::full({size, 4}, rank + 1.0f, torch::kCUDA));
+  EXPECT_TRUE(torch::equal(block.cpu(), torch::full({1, 4}, size * (size + 1) / 2.0f)));
+  const torch::Tensor on_root = comm.gather(torch::full({1, 2}, rank + 1.0f, torch::kCUDA), 0);
+  EXPECT_EQ(on_root.defined(), rank == 0);
+  if (rank == 0) {
+    EXPECT_TRUE(
+        torch::equal(on_root.cpu(),
+                     (torch::arange(size, torch::kFloat) + 1).repeat_interleave(2).view({-1, 2})));
+  }
   torch::Tensor root_value = torch::full({3}, static_cast<double>(rank),
                                          torch::TensorOptions(torch::kDouble).device(torch::kCUDA));
   comm.broadcast(root_value, size - 1);

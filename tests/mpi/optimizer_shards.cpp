@@ -1,13 +1,16 @@
 // ranks: 1 2 3 4
 // ZeRO-1's slices against unsharded AdamW on every rank: the same parameters
 // after each step, the same full-size state gathered for a checkpoint, and a
-// state sliced from a checkpoint that continues identically. The parameters
-// are sized so that some ranks get short or empty slices.
+// state sliced from a checkpoint that continues identically. Its gradient
+// reduce-scatter against the all-reduce. The parameters are sized so that some
+// ranks get short or empty slices.
 #include "train/optimizer_shards.h"
 #include "comm/process_groups.h"
 #include "common/optimizer_test_util.h"
 #include "mpi_gtest_main.h"
+#include "train/grad_sync.h"
 #include "train/optimizer.h"
+#include "train/shard_range.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -69,7 +72,12 @@ TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamWAndSavesItsState) {
     sharded_step(*optimizer, shards, params, step);
     expect_equal(params, reference);
   }
+  // The whole state on the group's first rank only.
   const TensorMap full = shards.gather_state(*optimizer);
+  if (world()->rank() != 0) {
+    EXPECT_TRUE(full.empty());
+    return;
+  }
   const TensorMap want = optimizer_state_tensors(*adamw, reference);
   ASSERT_EQ(full.size(), want.size());
   for (const auto& [key, t] : want) {
@@ -101,11 +109,62 @@ TEST(OptimizerShards, ResumesFromAFullSizeStateAtAnyShardCount) {
   expect_equal(params, reference);
 }
 
+// Each rank's own gradients (they differ by rank, as before the data-parallel
+// average), from a loss through the parameters so overlap's hooks fire.
+void backward_rank_loss(const NamedParams& params, int rank) {
+  torch::Tensor loss = torch::zeros({});
+  for (const auto& [name, p] : params) loss = loss + (torch::sin(p * (rank + 2)) * p).sum();
+  loss.backward();
+}
+
+// Buckets of 4 bytes (one parameter each) and of 1 MiB (all), with and without
+// overlap: every rank's slice of each reduce-scattered gradient equals the
+// all-reduced average there, and the slices' norms add up to the full norm.
+TEST(ShardedGradSync, EachRankGetsTheAverageOfItsSlices) {
+  auto comm = world();
+  for (const int64_t bucket_bytes : {int64_t{4}, int64_t{1} << 20}) {
+    for (const bool overlap : {false, true}) {
+      SCOPED_TRACE("bucket " + std::to_string(bucket_bytes) + (overlap ? ", overlap" : ""));
+      const NamedParams reference = make_params();
+      const NamedParams params = testing::clone_params(reference);
+      std::vector<torch::Tensor> ref_tensors, tensors;
+      for (const auto& [name, p] : reference) ref_tensors.push_back(p);
+      for (const auto& [name, p] : params) tensors.push_back(p);
+      GradSync all_reduce(ref_tensors, comm, comm->size(), overlap, bucket_bytes);
+      GradSync scatter(tensors, comm, comm->size(), overlap, bucket_bytes,
+                       GradReduction::kReduceScatter);
+      all_reduce.arm();
+      backward_rank_loss(reference, comm->rank());
+      all_reduce.sync();
+      scatter.arm();
+      backward_rank_loss(params, comm->rank());
+      scatter.sync();
+      const OptimizerShards shards(params, comm);
+      shards.attach_gradients();
+      torch::Tensor slice_sq = torch::zeros({}, torch::kDouble);
+      for (size_t i = 0; i < params.size(); ++i) {
+        const torch::Tensor& slice = shards.slices()[i].second;
+        const ShardRange range = shard_range(params[i].second.numel(), comm->size(), comm->rank());
+        ASSERT_EQ(slice.numel(), range.length);
+        const torch::Tensor want =
+            reference[i].second.grad().view(-1).narrow(0, range.begin, range.length);
+        EXPECT_TRUE(torch::allclose(slice.grad(), want, 1e-6, 1e-7)) << params[i].first;
+        slice_sq += slice.grad().to(torch::kDouble).square().sum();
+      }
+      comm->all_reduce_sum(slice_sq);
+      double full_sq = 0;
+      for (const auto& t : ref_tensors)
+        full_sq += t.grad().to(torch::kDouble).square().sum().item<double>();
+      EXPECT_NEAR(slice_sq.item<double>(), full_sq, 1e-9 * full_sq);
+    }
+  }
+}
+
 TEST(OptimizerShards, AStateOfTheWrongShapeIsRefusedByName) {
   const NamedParams params = make_params();
   const OptimizerShards shards(params, world());
   auto optimizer = sharded_adamw(shards);
-  TensorMap state = shards.gather_state(*optimizer);
+  TensorMap state = optimizer_state_tensors(*optimizer, shards.slices());
   state["optim/w/exp_avg"] = torch::zeros({3, 5});
   try {
     shards.slice_state(state);
