@@ -196,16 +196,9 @@ std::vector<std::string> schema_sections() {
   return {"model", "moe", "data", "train", "optim", "parallel", "eval", "log", "checkpoint"};
 }
 
-std::vector<Field> schema(Config& c) {
-  auto& m = c.model;
-  auto& e = c.moe;
-  auto& d = c.data;
-  auto& t = c.train;
-  auto& o = c.optim;
-  auto& p = c.parallel;
-  auto& v = c.eval;
-  auto& l = c.log;
-  auto& k = c.checkpoint;
+namespace {
+
+std::vector<Field> model_fields(ModelConfig& m) {
   return {
       integer("model.vocab_size", &m.vocab_size, 2, "tokens in the vocabulary (the dataset's)"),
       integer("model.d_model", &m.d_model, 1, "residual stream width"),
@@ -222,6 +215,11 @@ std::vector<Field> schema(Config& c) {
       real("model.init_std", &m.init_std, 0, true, "std of the normal initialisation"),
       flag("model.scaled_residual_init", &m.scaled_residual_init,
            "residual output projections use init_std / sqrt(2 n_layers)"),
+  };
+}
+
+std::vector<Field> moe_fields(MoeConfig& e) {
+  return {
       flag("moe.enabled", &e.enabled, "replace every dense FFN with routed experts"),
       integer("moe.num_experts", &e.num_experts, 1, "routed experts per layer"),
       integer("moe.top_k", &e.top_k, 1, "experts per token"),
@@ -250,12 +248,22 @@ std::vector<Field> schema(Config& c) {
            "aux_free: routing-bias step per optimizer step"),
       real("moe.z_loss_coef", &e.z_loss_coef, 0, false, "router z-loss beta"),
       choice("moe.stats", &e.stats, "load-balance statistics scope"),
+  };
+}
+
+std::vector<Field> data_fields(DataConfig& d) {
+  return {
       text("data.dir", &d.dir, "prepared dataset folder"),
       text("data.train_split", &d.train_split, "split trained on"),
       text("data.val_split", &d.val_split, "split evaluated on"),
       integer("data.prefetch", &d.prefetch, 1, "batches read ahead"),
       integer("data.max_unique_tokens", &d.max_unique_tokens, 0,
               "> 0: train on the first N tokens of the split only, reshuffled every epoch"),
+  };
+}
+
+std::vector<Field> train_fields(TrainConfig& t) {
+  return {
       integer("train.seed", &t.seed, 0, "seed for weights and data order"),
       choice("train.device", &t.device, "where tensors live"),
       choice("train.precision", &t.precision,
@@ -281,6 +289,11 @@ std::vector<Field> schema(Config& c) {
              "recompute in backward instead of keeping: every block, or each MoE FFN"),
       integer("train.memory_snapshot_step", &t.memory_snapshot_step, 0,
               "cuda: step after which the allocator snapshot is written (0 = none)"),
+  };
+}
+
+std::vector<Field> optim_fields(OptimConfig& o) {
+  return {
       real("optim.lr", &o.lr, 0, true, "peak learning rate"),
       choice("optim.schedule", &o.schedule, "learning-rate schedule after the warmup"),
       real("optim.decay_fraction", &o.decay_fraction, 0, false,
@@ -293,31 +306,61 @@ std::vector<Field> schema(Config& c) {
       real("optim.eps", &o.eps, 0, true, "AdamW epsilon"),
       real("optim.weight_decay", &o.weight_decay, 0, false, "decoupled weight decay (matrices)"),
       real("optim.grad_clip", &o.grad_clip, 0, false, "global gradient norm bound (0 = off)"),
+  };
+}
+
+std::vector<Field> parallel_fields(ParallelConfig& p) {
+  return {
       integer("parallel.ep", &p.ep, 1, "expert-parallel group size"),
       choice("parallel.backend", &p.backend, "collective backend"),
       real("parallel.timeout_s", &p.timeout_s, 0, true,
            "seconds a collective may wait for its peers before the job ends"),
       flag("parallel.overlap_grad_sync", &p.overlap_grad_sync,
-           "all-reduce gradient buckets during backward, as they complete"),
+           "exchange gradient buckets during backward, as they complete"),
       flag("parallel.shard_optimizer", &p.shard_optimizer,
-           "ZeRO-1: AdamW state sharded over each parameter's data-parallel ranks"),
+           "ZeRO-1: gradients reduce-scattered and AdamW state sharded over each parameter's "
+           "data-parallel ranks"),
+  };
+}
+
+std::vector<Field> eval_fields(EvalConfig& v) {
+  return {
       integer("eval.interval", &v.interval, 0, "steps between validations (0 = end only)"),
       integer("eval.max_windows", &v.max_windows, 0, "validation windows (0 = all)"),
       integer("eval.batch_seqs", &v.batch_seqs, 1, "sequences per evaluation batch"),
+  };
+}
+
+std::vector<Field> log_fields(LogConfig& l) {
+  return {
       integer("log.interval", &l.interval, 1, "steps between metrics lines"),
       choice("log.progress", &l.progress, "progress display"),
       choice("log.level", &l.level, "log level"),
       flag("log.tensorboard", &l.tensorboard,
            "rank 0 writes TensorBoard event files into <run>/tb/"),
+  };
+}
+
+std::vector<Field> checkpoint_fields(CheckpointConfig& k) {
+  return {
       integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
       integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
       text("checkpoint.resume", &k.resume, "\"none\", \"auto\" or a checkpoint folder"),
   };
 }
 
-}  // namespace moelab
+}  // namespace
 
-namespace moelab {
+// Every key, in the order `moelab config` lists them.
+std::vector<Field> schema(Config& c) {
+  std::vector<Field> all;
+  for (auto&& section : {model_fields(c.model), moe_fields(c.moe), data_fields(c.data),
+                         train_fields(c.train), optim_fields(c.optim), parallel_fields(c.parallel),
+                         eval_fields(c.eval), log_fields(c.log), checkpoint_fields(c.checkpoint)}) {
+    all.insert(all.end(), section.begin(), section.end());
+  }
+  return all;
+}
 
 std::vector<TableList> table_lists(Config& c) {
   return {
