@@ -65,7 +65,7 @@ void bench(c10::ScalarType dtype, int reps) {
     row("swiglu", dtype, time_ms([&] { return swiglu(gate_up); }, grad, reps),
         time_ms([&] { return swiglu_reference(gate_up); }, grad, reps));
   }
-  if (dtype == torch::kBFloat16 && grouped_matmul_has_cpu_kernel()) {
+  if (grouped_matmul_has_cpu_kernel(dtype)) {
     const int64_t experts = 64, rows = 512, width = 256;
     const std::vector<int64_t> counts(experts, rows);
     const auto x = torch::randn({experts * rows, d}, opts).requires_grad_(true);
@@ -78,7 +78,7 @@ void bench(c10::ScalarType dtype, int reps) {
                 reps));
     fmt::print("{:<10} {:<9} {:>9.0f} GFLOP/s\n", "", "",
                6.0 * experts * rows * d * width / ms / 1e6);
-    if (grouped_matmul_has_amx()) {
+    if (dtype == torch::kBFloat16 && grouped_matmul_has_amx()) {
       const double dot_ms = time_ms(
           [&] { return grouped_matmul(x, w.transpose(1, 2), counts, CpuTiles::kAvx512Dot); }, grad,
           reps);

@@ -11,6 +11,7 @@
 // bench_model --experts 64 --top-k 8 --ffn 64 --precision auto     one shape, one precision
 // bench_model --device cuda        on the current GPU, MFU against its measured bf16 peak
 // bench_model --batch 128          128 sequences per step instead of 16
+// bench_model --d-model 128 --vocab 1024 --seq 128    configs/moe-small.toml's model
 // bench_model --profile 25         also the 25 operators with the most self time per step
 #include <fmt/format.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
@@ -42,8 +43,22 @@ struct Shape {
   int64_t ffn = 1024;  // dense d_ff, or the width of one expert
 };
 
-Config bench_config(const Shape& shape, const std::string& precision) {
-  Config cfg;  // defaults are the reference: d 256, 4 layers, 4 heads, vocab 4096, seq 256
+// The model around the feed-forward shape; Config's defaults are the reference.
+struct Dims {
+  int64_t d_model = Config().model.d_model;
+  int64_t layers = Config().model.n_layers;
+  int64_t heads = Config().model.n_heads;
+  int64_t vocab = Config().model.vocab_size;
+  int64_t seq = Config().model.seq_len;
+};
+
+Config bench_config(const Shape& shape, const Dims& dims, const std::string& precision) {
+  Config cfg;
+  cfg.model.d_model = dims.d_model;
+  cfg.model.n_layers = dims.layers;
+  cfg.model.n_heads = dims.heads;
+  cfg.model.vocab_size = dims.vocab;
+  cfg.model.seq_len = dims.seq;
   cfg.moe.enabled = shape.experts > 0;
   if (cfg.moe.enabled) {
     cfg.moe.num_experts = shape.experts;
@@ -98,9 +113,9 @@ void print_op_profile(const std::vector<profiler::KinetoEvent>& events, int step
   }
 }
 
-void bench(const Shape& shape, const std::string& precision, int steps, int64_t batch,
-           const torch::Device& device, double peak, int profile_top) {
-  const Config cfg = bench_config(shape, precision);
+void bench(const Shape& shape, const Dims& dims, const std::string& precision, int steps,
+           int64_t batch, const torch::Device& device, double peak, int profile_top) {
+  const Config cfg = bench_config(shape, dims, precision);
   const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
   Transformer model(model_settings(cfg));
   model->to(device);
@@ -182,6 +197,7 @@ int main(int argc, char** argv) {
   std::string device_name = "cpu";
   std::vector<std::string> precisions = {"fp32", "auto"};
   moelab::Shape one;
+  moelab::Dims dims;
   app.add_option("--steps", steps, "timed steps (after two warm-up steps)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
@@ -196,6 +212,11 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", one.top_k, "experts per token")->check(CLI::PositiveNumber);
   app.add_option("--ffn", one.ffn, "dense d_ff, or the width of one expert")
       ->check(CLI::PositiveNumber);
+  app.add_option("--d-model", dims.d_model, "model width")->check(CLI::PositiveNumber);
+  app.add_option("--layers", dims.layers, "transformer blocks")->check(CLI::PositiveNumber);
+  app.add_option("--heads", dims.heads, "attention heads")->check(CLI::PositiveNumber);
+  app.add_option("--vocab", dims.vocab, "vocabulary size")->check(CLI::PositiveNumber);
+  app.add_option("--seq", dims.seq, "tokens per sequence")->check(CLI::PositiveNumber);
   app.add_option("--profile", profile_top,
                  "print the N operators with the most self time (the profiler slows the step)")
       ->check(CLI::NonNegativeNumber);
@@ -209,9 +230,11 @@ int main(int argc, char** argv) {
   const double peak_bf16 = moelab::matmul_peak_flops(torch::kBFloat16, threads, device);
   fmt::print(
       "torch {}  device {}  threads {}  matmul peak: fp32 {:.1f} GFLOP/s, bf16 {:.1f} "
-      "GFLOP/s\nprecision auto -> {} ({})\n",
+      "GFLOP/s\nprecision auto -> {} ({})\nmodel: d {}, {} layers, {} heads, vocab {}, seq {}, "
+      "batch {}\n",
       TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9,
-      moelab::choice_name(auto_choice.precision), auto_choice.reason);
+      moelab::choice_name(auto_choice.precision), auto_choice.reason, dims.d_model, dims.layers,
+      dims.heads, dims.vocab, dims.seq, batch);
   std::vector<moelab::Shape> shapes = {{0, 2, 1024}, {4, 2, 512}};
   if (*experts) shapes = {one};
   for (const auto& shape : shapes) {
@@ -219,7 +242,7 @@ int main(int argc, char** argv) {
       const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
       const bool bf16 =
           moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
-      moelab::bench(shape, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
+      moelab::bench(shape, dims, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
                     profile_top);
     }
   }

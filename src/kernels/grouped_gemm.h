@@ -1,11 +1,12 @@
-// The GEMMs behind grouped_matmul's CPU kernels, as the two micro-kernels see
-// them: bf16 operands with pairs of consecutive reduction elements in one
-// 32-bit word (the operand of one AVX512-BF16 dot product, and the row layout
-// AMX tiles take), every group's GEMM run in one parallel loop.
+// The GEMMs behind grouped_matmul's bf16 CPU kernels, as the two micro-kernels
+// see them (and the blocking the fp32 kernel shares): bf16 operands with pairs of consecutive
+// reduction elements in one 32-bit word (the operand of one AVX512-BF16 dot product, and the row
+// layout AMX tiles take), every group's GEMM run in one parallel loop.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -36,8 +37,10 @@ struct Block {
 
 // Every GEMM's c (n columns) cut into blocks of R x C, for one parallel loop
 // over all of them: the small GEMMs of many experts fill the threads together.
-inline std::vector<Block> blocks_of(const std::vector<Gemm>& gemms, int64_t n, int64_t rows,
-                                    int64_t cols) {
+// Any GEMM type with `rows` (the fp32 kernel's too).
+template <typename AnyGemm>
+std::vector<Block> blocks_of(const std::vector<AnyGemm>& gemms, int64_t n, int64_t rows,
+                             int64_t cols) {
   std::vector<Block> blocks;
   for (std::size_t g = 0; g < gemms.size(); ++g) {
     for (int64_t row = 0; row < gemms[g].rows; row += rows) {
@@ -45,6 +48,13 @@ inline std::vector<Block> blocks_of(const std::vector<Gemm>& gemms, int64_t n, i
     }
   }
   return blocks;
+}
+
+// Group g's rows start at starts[g]; starts[E] is the row count.
+inline std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> starts(counts.size() + 1, 0);
+  std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
+  return starts;
 }
 
 // AMX tiles reduce over 16 pairs at a time and load A row by row.

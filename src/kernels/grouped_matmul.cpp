@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "kernels/grouped_gemm.h"
+#include "kernels/grouped_matmul_f32.h"
 #include "util/cpu_features.h"
 
 #ifdef MOELAB_BF16_DOT_KERNEL
@@ -34,15 +35,9 @@ torch::Tensor grouped_mm_fallback(const torch::Tensor& x, const torch::Tensor& w
 
 #ifdef MOELAB_BF16_DOT_KERNEL
 
-// Group g's rows start at starts[g]; starts[E] is the row count.
-std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> starts(counts.size() + 1, 0);
-  std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
-  return starts;
-}
-
 using grouped_gemm::Block;
 using grouped_gemm::Gemm;
+using grouped_gemm::group_starts;
 using grouped_gemm::kAmxPairs;
 using grouped_gemm::Word;
 
@@ -306,9 +301,10 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
 
 }  // namespace
 
-bool grouped_matmul_has_cpu_kernel() {
+bool grouped_matmul_has_cpu_kernel(torch::ScalarType dtype) {
+  if (dtype == torch::kFloat) return grouped_matmul_f32_available();
 #ifdef MOELAB_BF16_DOT_KERNEL
-  return cpu_features().avx512_bf16;
+  return dtype == torch::kBFloat16 && cpu_features().avx512_bf16;
 #else
   return false;
 #endif
@@ -316,7 +312,7 @@ bool grouped_matmul_has_cpu_kernel() {
 
 bool grouped_matmul_has_amx() {
 #ifdef MOELAB_BF16_DOT_KERNEL
-  return grouped_matmul_has_cpu_kernel() && grouped_gemm::amx_usable();
+  return grouped_matmul_has_cpu_kernel(torch::kBFloat16) && grouped_gemm::amx_usable();
 #else
   return false;
 #endif
@@ -336,11 +332,15 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
   const bool bf16 = x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16;
   // The backward's dx has K columns, so K must suit the tiles as N does.
   if (bf16 && x.is_cpu() && w.size(1) % 16 == 0 && w.size(2) % 16 == 0 &&
-      grouped_matmul_has_cpu_kernel()) {
+      grouped_matmul_has_cpu_kernel(torch::kBFloat16)) {
     const bool amx = tiles == CpuTiles::kBest && grouped_matmul_has_amx();
     return GroupedMatmulFunction::apply(x.contiguous(), w, counts, amx);
   }
 #endif
+  if (grouped_matmul_has_cpu_kernel(x.scalar_type()) && x.is_cpu() &&
+      w.scalar_type() == torch::kFloat && w.size(1) % 16 == 0 && w.size(2) % 16 == 0) {
+    return grouped_matmul_f32(x, w, counts);
+  }
   return grouped_mm_fallback(x, w, counts);
 }
 

@@ -8,11 +8,12 @@
 
 namespace moelab {
 
-// Whether this CPU runs grouped_matmul's own bf16 kernel: all groups in one
-// parallel loop, without padding, where oneDNN runs the many small GEMMs of
-// fine-grained experts at a fraction of its bf16 peak. Its tiles are AVX512-BF16
-// dot products, or AMX tile products where the CPU has AMX-BF16.
-bool grouped_matmul_has_cpu_kernel();
+// Whether this CPU runs grouped_matmul's own kernel for `dtype`: all groups in
+// one parallel loop, without padding, where LibTorch runs the many small GEMMs
+// of fine-grained experts one at a time, at a fraction of its peak. In bf16 its
+// tiles are AVX512-BF16 dot products, or AMX tile products where the CPU has
+// AMX-BF16; in fp32, AVX-512F FMAs (grouped_matmul_f32.h).
+bool grouped_matmul_has_cpu_kernel(torch::ScalarType dtype);
 bool grouped_matmul_has_amx();
 
 // The kernel's micro-kernel on a CPU that has both: the best (AMX), or the
@@ -20,9 +21,9 @@ bool grouped_matmul_has_amx();
 enum class CpuTiles { kBest, kAvx512Dot };
 
 // x: [rows, K]; w: [E, K, N] (any strides); counts[g]: the rows of group g,
-// summing to rows. Returns [rows, N], group g's rows times w[g]. bf16 on a CPU
-// with the kernel (K and N multiples of 16) runs it, forward and backward;
-// everything else runs LibTorch's _grouped_mm.
+// summing to rows. Returns [rows, N], group g's rows times w[g]. bf16 or fp32
+// on a CPU with the kernel (K and N multiples of 16) runs it, forward and
+// backward; everything else runs LibTorch's _grouped_mm.
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts, CpuTiles tiles = CpuTiles::kBest);
 

@@ -91,21 +91,26 @@ void ExpertsImpl::check_groups(const DispatchedTokens& dispatched) const {
 }
 
 torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
-  if (dispatched.tokens.scalar_type() != torch::kBFloat16 || stacks_.size() != 1) {
+  const auto dtype = dispatched.tokens.scalar_type();
+  if (stacks_.size() != 1 || (dtype != torch::kBFloat16 && dtype != torch::kFloat)) {
     return forward_each(dispatched);
   }
   const int64_t d = stacks_.front()->w2.size(1), hidden = stacks_.front()->width();
   if (dispatched.tokens.is_cpu()) {
-    if (grouped_matmul_has_cpu_kernel() && d % 16 == 0 && hidden % 16 == 0) {
+    if (grouped_matmul_has_cpu_kernel(dtype) && d % 16 == 0 && hidden % 16 == 0) {
       return forward_grouped(dispatched);
     }
+    if (dtype == torch::kFloat) return forward_each(dispatched);
     // Bounded padding: an expert holding most tokens would multiply the work.
     const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
     const auto experts = static_cast<int64_t>(slots_.size());
     if (experts * largest <= 4 * dispatched.tokens.size(0)) return forward_padded(dispatched);
   }
-  // _grouped_mm wants every row of every operand 16-byte aligned.
-  if (d % 8 == 0 && hidden % 8 == 0) return forward_grouped(dispatched);
+  // _grouped_mm wants every row of every operand 16-byte aligned (fp32 on a
+  // GPU keeps cuBLAS's per-expert GEMMs).
+  if (dtype == torch::kBFloat16 && d % 8 == 0 && hidden % 8 == 0) {
+    return forward_grouped(dispatched);
+  }
   return forward_each(dispatched);
 }
 

@@ -185,6 +185,43 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
   }
 }
 
+// The fp32 kernel (AVX-512F CPUs) on the same groups: N = 96 and 80 leave
+// tiles of 32 and 16 columns, K = 48 a dx with one of 48. Against double, to
+// fp32 rounding.
+TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInFp32) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kFloat)) GTEST_SKIP() << "no AVX-512F";
+  torch::manual_seed(3);
+  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
+  const int64_t rows = 133;
+  for (const int64_t k : {int64_t{64}, int64_t{48}}) {
+    for (const int64_t columns : {int64_t{96}, int64_t{80}}) {
+      expect_same_as_reference(
+          {torch::randn({rows, k}), torch::randn({6, columns, k})},
+          [&](const auto& in) { return grouped_matmul(in[0], in[1].transpose(1, 2), counts); },
+          [&](const auto& in) {
+            return grouped_matmul_reference(in[0].to(torch::kFloat64),
+                                            in[1].transpose(1, 2).to(torch::kFloat64), counts)
+                .to(torch::kFloat);
+          },
+          {1e-5, 1e-5},
+          "grouped_matmul fp32 K=" + std::to_string(k) + " N=" + std::to_string(columns));
+    }
+  }
+}
+
+// A row's output does not depend on how the rows around it are grouped: the
+// same rows as one group of 60 or as groups of 7 and 53 (so an expert's output
+// is the same at every expert-parallel layout).
+TEST(GroupedMatmulTest, Fp32RowsAreBitwiseTheSameInAnyGrouping) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kFloat)) GTEST_SKIP() << "no AVX-512F";
+  torch::manual_seed(4);
+  const auto x = torch::randn({60, 32});
+  const auto w = torch::randn({1, 32, 48});
+  const auto whole = grouped_matmul(x, w, {60});
+  const auto split = grouped_matmul(x, w.expand({2, 32, 48}), {7, 53});
+  EXPECT_TRUE(torch::equal(whole, split));
+}
+
 TEST(GroupedMatmulTest, CountsThatDoNotSumToTheRowsAreRefused) {
   const auto x = torch::zeros({4, 16}, torch::kBFloat16);
   const auto w = torch::zeros({2, 16, 16}, torch::kBFloat16);

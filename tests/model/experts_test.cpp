@@ -1,5 +1,5 @@
-// The grouped (bf16: moelab's kernel on a CPU with AVX512-BF16, _grouped_mm
-// elsewhere) and padded experts against one expert at a time: values and every
+// The grouped (moelab's kernels on a CPU with AVX512-BF16 or AVX-512F,
+// _grouped_mm elsewhere) and padded experts against one expert at a time: values and every
 // gradient, with empty and uneven groups, on the CPU and (where present) CUDA.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -73,6 +73,7 @@ void expect_path_equals_each(Path path, const torch::Device& device, c10::Scalar
 
 TEST(Experts, GroupedEqualsOneExpertAtATime) {
   expect_path_equals_each(Path::kGrouped, torch::kCPU, torch::kBFloat16);
+  expect_path_equals_each(Path::kGrouped, torch::kCPU, torch::kFloat32);
 }
 
 TEST(Experts, PaddedEqualsOneExpertAtATime) {
