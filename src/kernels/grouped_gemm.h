@@ -4,6 +4,10 @@
 // layout AMX tiles take), every group's GEMM run in one parallel loop.
 #pragma once
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -18,16 +22,19 @@ namespace moelab::grouped_gemm {
 // Two bf16 values, the first in the low half.
 using Word = uint32_t;
 
-// One GEMM of a group: c[rows, n] = A · B, reducing over `pairs` element pairs.
-// A's pair p of row i is the word a[i * row_step + p * pair_step], so that A can
-// be a row-major matrix (row_step = K / 2, pair_step = 1) or a packed transpose
-// (row_step = 1, pair_step = its row count); B is [pairs, n] words (pack_row_pairs).
-struct Gemm {
-  const Word* a;
-  int64_t row_step, pair_step, rows, pairs;
-  const Word* b;
-  uint16_t* c;  // bf16, row stride n
+// One GEMM of a group: c[rows, n] = A · B over `k` reduction steps of `In`
+// (bf16: a word holding a pair of elements; fp32: one element). A's step p of
+// row i is a[i * row_step + p * k_step], so that A can be a row-major matrix
+// (k_step = 1) or a transposed or packed one (row_step = 1, k_step = its row
+// count); B is [k, n] (bf16: words, pack_row_pairs).
+template <typename In, typename Out>
+struct TiledGemm {
+  const In* a;
+  int64_t row_step, k_step, rows, k;
+  const In* b;
+  Out* c;  // row stride n
 };
+using Gemm = TiledGemm<Word, uint16_t>;  // bf16
 
 // One parallel task: rows [row, row + R) x columns [col, col + C) of gemm's c.
 struct Block {
@@ -37,7 +44,6 @@ struct Block {
 
 // Every GEMM's c (n columns) cut into blocks of R x C, for one parallel loop
 // over all of them: the small GEMMs of many experts fill the threads together.
-// Any GEMM type with `rows` (the fp32 kernel's too).
 template <typename AnyGemm>
 std::vector<Block> blocks_of(const std::vector<AnyGemm>& gemms, int64_t n, int64_t rows,
                              int64_t cols) {
@@ -48,6 +54,48 @@ std::vector<Block> blocks_of(const std::vector<AnyGemm>& gemms, int64_t n, int64
     }
   }
   return blocks;
+}
+
+// The AVX-512 kernels' register tiles, R x 16V of c accumulated over all of k:
+// 6 x 4 accumulators + 4 B vectors + 1 A broadcast fill the 32 registers.
+constexpr int kTileRows = 6;
+constexpr int kTileVectors = 4;                // 16 fp32 each: 64 columns per tile
+constexpr int64_t kBlockRows = 8 * kTileRows;  // rows per parallel task
+constexpr int64_t kBlockCols = 16 * kTileVectors;
+
+template <typename In, typename Out>
+using TileFn = void (*)(const In* a, int64_t row_step, int64_t k_step, const In* b, int64_t n,
+                        int64_t k, Out* c);
+
+// tiles[R - 1][V - 1] = Tile<R, V>::run, the R-row, 16V-column tile.
+template <template <int, int> class Tile, int R>
+constexpr auto tile_row() {
+  return std::array{&Tile<R, 1>::run, &Tile<R, 2>::run, &Tile<R, 3>::run, &Tile<R, 4>::run};
+}
+template <template <int, int> class Tile>
+constexpr auto tile_table() {
+  return std::array{tile_row<Tile, 1>(), tile_row<Tile, 2>(), tile_row<Tile, 3>(),
+                    tile_row<Tile, 4>(), tile_row<Tile, 5>(), tile_row<Tile, 6>()};
+}
+
+// Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
+// blocks (blocks_of); a block's B panel stays in cache across its row tiles.
+template <typename In, typename Out, typename Table>
+void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Table& tiles) {
+  const auto blocks = blocks_of(gemms, n, kBlockRows, kBlockCols);
+  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const Block& blk = blocks[i];
+      const TiledGemm<In, Out>& g = gemms[blk.gemm];
+      const int64_t row_end = std::min(blk.row + kBlockRows, g.rows);
+      const int64_t vectors = std::min(kBlockCols, n - blk.col) / 16;
+      for (int64_t r = blk.row; r < row_end; r += kTileRows) {
+        const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
+        tiles[rows - 1][vectors - 1](g.a + r * g.row_step, g.row_step, g.k_step, g.b + blk.col, n,
+                                     g.k, g.c + r * n + blk.col);
+      }
+    }
+  });
 }
 
 // Group g's rows start at starts[g]; starts[E] is the row count.
@@ -64,8 +112,8 @@ constexpr int64_t kAmxPairs = 16;
 // state (Linux hands it out on request only). Asked once.
 bool amx_usable();
 
-// Every GEMM (all with n columns, a multiple of 16; pair_step 1; pairs a
-// multiple of kAmxPairs) on AMX tiles, in one parallel loop.
+// Every GEMM (all with n columns, a multiple of 16; k_step 1; k a multiple of
+// kAmxPairs) on AMX tiles, in one parallel loop.
 void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n);
 
 }  // namespace moelab::grouped_gemm

@@ -35,7 +35,6 @@ torch::Tensor grouped_mm_fallback(const torch::Tensor& x, const torch::Tensor& w
 
 #ifdef MOELAB_BF16_DOT_KERNEL
 
-using grouped_gemm::Block;
 using grouped_gemm::Gemm;
 using grouped_gemm::group_starts;
 using grouped_gemm::kAmxPairs;
@@ -60,71 +59,44 @@ void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols, int64_t si, i
   }
 }
 
-constexpr int kTileRows = 6;                   // 6 x 4 accumulators + 4 B vectors + 1 A
-constexpr int kTileVectors = 4;                // 16 fp32 each: 64 columns per tile
-constexpr int64_t kBlockRows = 8 * kTileRows;  // rows per parallel task
-constexpr int64_t kBlockCols = 16 * kTileVectors;
-
 // An R x 16V tile of c, accumulated in fp32 registers over every pair, then
 // rounded to bf16 (round to nearest even) once.
 template <int R, int V>
-MOELAB_BF16_DOT_TARGET void tile(const Word* a, int64_t row_step, int64_t pair_step, const Word* b,
-                                 int64_t n, int64_t pairs, uint16_t* c) {
-  __m512 acc[R][V];
-  for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  for (int64_t p = 0; p < pairs; ++p) {
-    __m512bh bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * n + 16 * v);
+struct Bf16DotTile {
+  MOELAB_BF16_DOT_TARGET static void run(const Word* a, int64_t row_step, int64_t pair_step,
+                                         const Word* b, int64_t n, int64_t pairs, uint16_t* c) {
+    __m512 acc[R][V];
     for (int r = 0; r < R; ++r) {
-      const auto av =
-          (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * row_step + p * pair_step]));
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
     }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * n + 16 * v),
-                          (__m256i)_mm512_cvtneps_pbh(acc[r][v]));
-    }
-  }
-}
-
-using TileFn = void (*)(const Word*, int64_t, int64_t, const Word*, int64_t, int64_t, uint16_t*);
-
-template <int R>
-constexpr std::array<TileFn, kTileVectors> tiles_of_rows() {
-  return {&tile<R, 1>, &tile<R, 2>, &tile<R, 3>, &tile<R, 4>};
-}
-
-// tiles[R - 1][V - 1]: the R-row, 16V-column tile.
-const std::array<std::array<TileFn, kTileVectors>, kTileRows> tiles = {
-    tiles_of_rows<1>(), tiles_of_rows<2>(), tiles_of_rows<3>(),
-    tiles_of_rows<4>(), tiles_of_rows<5>(), tiles_of_rows<6>()};
-
-// Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
-// blocks (blocks_of); a block's B panel stays in cache across its row tiles.
-void run_gemms(const std::vector<Gemm>& gemms, int64_t n, bool amx) {
-  if (amx && std::all_of(gemms.begin(), gemms.end(), [](const Gemm& g) {
-        return g.pair_step == 1 && g.pairs % kAmxPairs == 0;
-      })) {
-    return grouped_gemm::run_gemms_amx(gemms, n);
-  }
-  const auto blocks = grouped_gemm::blocks_of(gemms, n, kBlockRows, kBlockCols);
-  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const Block& blk = blocks[i];
-      const Gemm& g = gemms[blk.gemm];
-      const int64_t row_end = std::min(blk.row + kBlockRows, g.rows);
-      const int64_t vectors = std::min(kBlockCols, n - blk.col) / 16;
-      for (int64_t r = blk.row; r < row_end; r += kTileRows) {
-        const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
-        tiles[rows - 1][vectors - 1](g.a + r * g.row_step, g.row_step, g.pair_step, g.b + blk.col,
-                                     n, g.pairs, g.c + r * n + blk.col);
+    for (int64_t p = 0; p < pairs; ++p) {
+      __m512bh bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * n + 16 * v);
+      for (int r = 0; r < R; ++r) {
+        const auto av =
+            (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * row_step + p * pair_step]));
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
       }
     }
-  });
+    for (int r = 0; r < R; ++r) {
+      for (int v = 0; v < V; ++v) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * n + 16 * v),
+                            (__m256i)_mm512_cvtneps_pbh(acc[r][v]));
+      }
+    }
+  }
+};
+
+constexpr auto bf16_tiles = grouped_gemm::tile_table<Bf16DotTile>();
+
+// Every GEMM (all with n columns, a multiple of 16) on AMX tiles where it can,
+// else on AVX512-BF16 tiles.
+void run_gemms(const std::vector<Gemm>& gemms, int64_t n, bool amx) {
+  if (amx && std::all_of(gemms.begin(), gemms.end(),
+                         [](const Gemm& g) { return g.k_step == 1 && g.k % kAmxPairs == 0; })) {
+    return grouped_gemm::run_gemms_amx(gemms, n);
+  }
+  grouped_gemm::run_tiles(gemms, n, bf16_tiles);
 }
 
 const uint16_t* bits(const torch::Tensor& t) {

@@ -126,17 +126,17 @@ void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n) {
         const Word* a = g.a + r * g.row_step;
         int64_t a_step = g.row_step;
         if (rows % kTile != 0) {
-          spare.assign(2 * kTile * g.pairs, 0);
+          spare.assign(2 * kTile * g.k, 0);
           for (int64_t row = 0; row < rows; ++row) {
-            std::memcpy(spare.data() + row * g.pairs, a + row * g.row_step, 4 * g.pairs);
+            std::memcpy(spare.data() + row * g.k, a + row * g.row_step, 4 * g.k);
           }
           a = spare.data();
-          a_step = g.pairs;
+          a_step = g.k;
         }
         const int64_t row_tiles = (rows + kTile - 1) / kTile;
         for (int64_t col = blk.col; col < col_end; col += 2 * kTile) {
           const int64_t col_tiles = std::min<int64_t>(2, (col_end - col) / kTile);
-          tile_products[row_tiles - 1][col_tiles - 1](a, a_step, g.b + col, n, g.pairs,
+          tile_products[row_tiles - 1][col_tiles - 1](a, a_step, g.b + col, n, g.k,
                                                       g.c + r * n + col, rows);
         }
       }

@@ -1,11 +1,5 @@
 #include "kernels/grouped_matmul_f32.h"
 
-#include <ATen/Parallel.h>
-
-#include <algorithm>
-#include <array>
-#include <numeric>
-
 #include "kernels/grouped_gemm.h"
 #include "util/cpu_features.h"
 
@@ -22,79 +16,32 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// One GEMM of a group: c[rows, n] = A · B over k. A's element (i, p) is
-// a[i * row_step + p * k_step], so A is a row-major matrix (row_step = K,
-// k_step = 1) or a transposed one (row_step = 1, k_step = its row count); B is
-// [k, n] row-major.
-struct Gemm32 {
-  const float* a;
-  int64_t row_step, k_step, rows, k;
-  const float* b;
-  float* c;  // row stride n
-};
-
-constexpr int kTileRows = 6;                   // 6 x 4 accumulators + 4 B vectors + 1 A
-constexpr int kTileVectors = 4;                // 16 floats each: 64 columns per tile
-constexpr int64_t kBlockRows = 8 * kTileRows;  // rows per parallel task
-constexpr int64_t kBlockCols = 16 * kTileVectors;
+using Gemm32 = grouped_gemm::TiledGemm<float, float>;
 
 // An R x 16V tile of c, accumulated in registers over all of k.
 template <int R, int V>
-MOELAB_F32_TARGET void tile(const float* a, int64_t row_step, int64_t k_step, const float* b,
-                            int64_t n, int64_t k, float* c) {
-  __m512 acc[R][V];
-  for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  for (int64_t p = 0; p < k; ++p) {
-    __m512 bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + p * n + 16 * v);
+struct F32Tile {
+  MOELAB_F32_TARGET static void run(const float* a, int64_t row_step, int64_t k_step,
+                                    const float* b, int64_t n, int64_t k, float* c) {
+    __m512 acc[R][V];
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * row_step + p * k_step]);
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
     }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * n + 16 * v, acc[r][v]);
-  }
-}
-
-using TileFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*);
-
-template <int R>
-constexpr std::array<TileFn, kTileVectors> tiles_of_rows() {
-  return {&tile<R, 1>, &tile<R, 2>, &tile<R, 3>, &tile<R, 4>};
-}
-
-// tiles[R - 1][V - 1]: the R-row, 16V-column tile.
-const std::array<std::array<TileFn, kTileVectors>, kTileRows> tiles = {
-    tiles_of_rows<1>(), tiles_of_rows<2>(), tiles_of_rows<3>(),
-    tiles_of_rows<4>(), tiles_of_rows<5>(), tiles_of_rows<6>()};
-
-// Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
-// blocks; a block's B panel stays in cache across its row tiles.
-void run_gemms(const std::vector<Gemm32>& gemms, int64_t n) {
-  const auto blocks = grouped_gemm::blocks_of(gemms, n, kBlockRows, kBlockCols);
-  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const grouped_gemm::Block& blk = blocks[i];
-      const Gemm32& g = gemms[blk.gemm];
-      const int64_t row_end = std::min(blk.row + kBlockRows, g.rows);
-      const int64_t vectors = std::min(kBlockCols, n - blk.col) / 16;
-      for (int64_t r = blk.row; r < row_end; r += kTileRows) {
-        const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
-        tiles[rows - 1][vectors - 1](g.a + r * g.row_step, g.row_step, g.k_step, g.b + blk.col, n,
-                                     g.k, g.c + r * n + blk.col);
+    for (int64_t p = 0; p < k; ++p) {
+      __m512 bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + p * n + 16 * v);
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_set1_ps(a[r * row_step + p * k_step]);
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
       }
     }
-  });
-}
+    for (int r = 0; r < R; ++r) {
+      for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * n + 16 * v, acc[r][v]);
+    }
+  }
+};
 
-std::vector<int64_t> group_starts(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> starts(counts.size() + 1, 0);
-  std::partial_sum(counts.begin(), counts.end(), starts.begin() + 1);
-  return starts;
-}
+constexpr auto f32_tiles = grouped_gemm::tile_table<F32Tile>();
 
 // y[rows, N] = group g's rows of x[rows, K] (contiguous) times w[g] ([E, K, N]).
 torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
@@ -102,14 +49,14 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
   const torch::Tensor b = w.contiguous();  // B's rows must be contiguous
   const int64_t k = b.size(1), n = b.size(2);
   auto y = torch::empty({x.size(0), n}, x.options());
-  const auto starts = group_starts(counts);
+  const auto starts = grouped_gemm::group_starts(counts);
   std::vector<Gemm32> gemms;
   for (size_t g = 0; g < counts.size(); ++g) {
     gemms.push_back({x.data_ptr<float>() + starts[g] * k, k, 1, counts[g], k,
                      b.data_ptr<float>() + static_cast<int64_t>(g) * k * n,
                      y.data_ptr<float>() + starts[g] * n});
   }
-  run_gemms(gemms, n);
+  grouped_gemm::run_tiles(gemms, n, f32_tiles);
   return y;
 }
 
@@ -120,7 +67,7 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
 torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
                                  const std::vector<int64_t>& counts) {
   const int64_t k = x.size(1), n = dy.size(1);
-  const auto starts = group_starts(counts);
+  const auto starts = grouped_gemm::group_starts(counts);
   auto dw_t = torch::empty({static_cast<int64_t>(counts.size()), n, k}, dy.options());
   std::vector<Gemm32> gemms;
   for (size_t g = 0; g < counts.size(); ++g) {
@@ -128,7 +75,7 @@ torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy
                      x.data_ptr<float>() + starts[g] * k,
                      dw_t.data_ptr<float>() + static_cast<int64_t>(g) * n * k});
   }
-  run_gemms(gemms, k);
+  grouped_gemm::run_tiles(gemms, k, f32_tiles);
   return dw_t.transpose(1, 2);
 }
 
