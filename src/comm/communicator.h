@@ -40,10 +40,11 @@ class Communicator {
   // [rank*k, (rank+1)*k) for k = t.size(0) / size(), which must divide evenly.
   // bf16/fp16 as all_reduce_sum. The default all-reduces a copy and keeps the block.
   virtual torch::Tensor reduce_scatter_sum(const torch::Tensor& t);
-  // Starts reduce_scatter_sum(send) into `recv` (k rows of send's shape): both
-  // must stay alive and untouched until wait(). The default does it at once.
-  virtual std::unique_ptr<PendingCollective> start_reduce_scatter_sum(const torch::Tensor& send,
-                                                                      torch::Tensor& recv);
+  // Starts reduce_scatter_sum(t) in place: once wait() returns, t's first block
+  // (rows [0, k)) holds this rank's block of the sum and the rest of t is
+  // undefined; t must stay alive and untouched until then. The default does it
+  // at once.
+  virtual std::unique_ptr<PendingCollective> start_reduce_scatter_sum(torch::Tensor& t);
   // Concatenation along dim 0 of every rank's tensor (all must have equal shapes).
   virtual torch::Tensor all_gather(const torch::Tensor& t) = 0;
   // all_gather's result on `root` only (an undefined tensor on the other ranks),

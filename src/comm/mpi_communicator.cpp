@@ -162,17 +162,14 @@ torch::Tensor MpiCommunicator::reduce_scatter_sum(const torch::Tensor& t) {
   return to_device_of(out, t).to(t.scalar_type());
 }
 
-std::unique_ptr<PendingCollective> MpiCommunicator::start_reduce_scatter_sum(
-    const torch::Tensor& send, torch::Tensor& recv) {
+std::unique_ptr<PendingCollective> MpiCommunicator::start_reduce_scatter_sum(torch::Tensor& t) {
   const char* op = "reduce_scatter_sum (start)";
-  const int64_t rows = reduce_scatter_rows(op, rank_, size_, send);
-  if (!startable(send) || !startable(recv) || recv.scalar_type() != send.scalar_type() ||
-      recv.sizes() != c10::IntArrayRef(with_rows(send, rows))) {
-    return Communicator::start_reduce_scatter_sum(send, recv);
-  }
+  reduce_scatter_rows(op, rank_, size_, t);
+  if (!startable(t)) return Communicator::start_reduce_scatter_sum(t);
+  // In place, MPI reads every block from t and writes the result to its first.
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), checked_count(recv.numel(), op),
-                                  datatype(send, op), MPI_SUM, comm_, &request),
+  check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, t.data_ptr(), checked_count(t.numel() / size_, op),
+                                  datatype(t, op), MPI_SUM, comm_, &request),
         op);
   return std::make_unique<MpiPendingCollective>(*this, request, "reduce_scatter_sum (overlapped)");
 }

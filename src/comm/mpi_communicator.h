@@ -26,10 +26,9 @@ class MpiCommunicator : public Communicator {
   // for anything else.
   std::unique_ptr<PendingCollective> start_all_reduce_sum(torch::Tensor& t) override;
   torch::Tensor reduce_scatter_sum(const torch::Tensor& t) override;
-  // MPI_Ireduce_scatter_block when both are contiguous fp32/fp64 CPU tensors of
-  // one dtype; the blocking default for anything else.
-  std::unique_ptr<PendingCollective> start_reduce_scatter_sum(const torch::Tensor& send,
-                                                              torch::Tensor& recv) override;
+  // MPI_Ireduce_scatter_block in place for a contiguous fp32/fp64 CPU tensor;
+  // the blocking default for anything else.
+  std::unique_ptr<PendingCollective> start_reduce_scatter_sum(torch::Tensor& t) override;
   torch::Tensor all_gather(const torch::Tensor& t) override;
   torch::Tensor gather(const torch::Tensor& t, int root) override;
   torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,

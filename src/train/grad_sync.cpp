@@ -92,8 +92,7 @@ void GradSync::start_reduce_scatter(Bucket& bucket) {
     const int64_t chunk = shard_range(grad.numel(), ranks, 0).chunk;
     copy_into_rows(grad, bucket.flat.narrow(1, bucket.columns[m], chunk));
   }
-  bucket.received = torch::empty({1, bucket.row_length}, bucket.flat.options());
-  bucket.pending = group_->start_reduce_scatter_sum(bucket.flat, bucket.received);
+  bucket.pending = group_->start_reduce_scatter_sum(bucket.flat);
 }
 
 void GradSync::finish(Bucket& bucket) {
@@ -106,7 +105,8 @@ void GradSync::finish(Bucket& bucket) {
     }
     const ShardRange range = shard_range(g.numel(), group_->size(), group_->rank());
     torch::Tensor mine = g.view(-1).narrow(0, range.begin, range.length);
-    torch::div_out(mine, bucket.received[0].narrow(0, bucket.columns[m], range.length), divisor_);
+    // In place: this rank's row of the sum is the buffer's first.
+    torch::div_out(mine, bucket.flat[0].narrow(0, bucket.columns[m], range.length), divisor_);
   }
 }
 
@@ -127,7 +127,7 @@ void GradSync::sync() {
     bucket.pending->wait();
     finish(bucket);
     bucket.pending.reset();
-    bucket.flat = bucket.received = torch::Tensor();
+    bucket.flat = torch::Tensor();
   }
 }
 

@@ -58,8 +58,7 @@ class GradSync {
     // row of whole gradients; reduce-scatter: a row per rank, of their ranges).
     std::vector<int64_t> columns;
     int64_t row_length = 0;
-    torch::Tensor flat;      // what is sent
-    torch::Tensor received;  // reduce-scatter: this rank's row of the sum
+    torch::Tensor flat;  // what is sent (reduce-scatter: row 0 receives this rank's sum)
     std::unique_ptr<PendingCollective> pending;
   };
 

@@ -59,9 +59,9 @@ TEST_P(ReduceScatterTest, EachRankGetsItsBlockOfTheSumBlockingOrStarted) {
   const torch::Tensor blocking = comm->reduce_scatter_sum(mine);
   EXPECT_EQ(blocking.scalar_type(), GetParam());
   EXPECT_TRUE(torch::equal(blocking, want)) << blocking;
-  torch::Tensor started = torch::empty({2, 3}, mine.options());
-  comm->start_reduce_scatter_sum(mine, started)->wait();
-  EXPECT_TRUE(torch::equal(started, want)) << started;
+  torch::Tensor in_place = mine.clone();
+  comm->start_reduce_scatter_sum(in_place)->wait();
+  EXPECT_TRUE(torch::equal(in_place.narrow(0, 0, 2), want)) << in_place;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, ReduceScatterTest,
