@@ -3,15 +3,38 @@
 #include <cmath>
 
 namespace moelab {
+namespace {
 
-torch::Tensor local_grad_sq_norm_tensor(const std::vector<torch::Tensor>& params,
-                                        const torch::Device& device) {
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& param : params) grads.push_back(param.grad());
+  return grads;
+}
+
+}  // namespace
+
+torch::Tensor grad_sq_norm_tensor(const std::vector<torch::Tensor>& grads,
+                                  const torch::Device& device) {
   torch::Tensor total = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
-  for (const auto& param : params) {
-    const torch::Tensor& grad = param.grad();
+  for (const auto& grad : grads) {
     if (grad.defined()) total.add_(grad.to(torch::kDouble).square().sum());
   }
   return total;
+}
+
+void clip_to_norm(const std::vector<torch::Tensor>& grads, double norm, double max_norm) {
+  if (max_norm <= 0.0 || !std::isfinite(norm)) return;
+  const double factor = max_norm / (norm + 1e-6);
+  if (factor >= 1.0) return;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor grad : grads) {
+    if (grad.defined()) grad.mul_(factor);
+  }
+}
+
+torch::Tensor local_grad_sq_norm_tensor(const std::vector<torch::Tensor>& params,
+                                        const torch::Device& device) {
+  return grad_sq_norm_tensor(grads_of(params), device);
 }
 
 double local_grad_sq_norm(const std::vector<torch::Tensor>& params) {
@@ -19,18 +42,8 @@ double local_grad_sq_norm(const std::vector<torch::Tensor>& params) {
   return local_grad_sq_norm_tensor(params, device).item<double>();
 }
 
-void scale_grads(const std::vector<torch::Tensor>& params, double factor) {
-  torch::NoGradGuard no_grad;
-  for (const auto& param : params) {
-    torch::Tensor grad = param.grad();
-    if (grad.defined()) grad.mul_(factor);
-  }
-}
-
 void clip_grads_to_norm(const std::vector<torch::Tensor>& params, double norm, double max_norm) {
-  if (max_norm <= 0.0 || !std::isfinite(norm)) return;
-  const double factor = max_norm / (norm + 1e-6);
-  if (factor < 1.0) scale_grads(params, factor);
+  clip_to_norm(grads_of(params), norm, max_norm);
 }
 
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,

@@ -10,6 +10,16 @@
 
 namespace moelab {
 
+// Sum of squared entries over gradient tensors themselves (undefined ones
+// count as zero), in fp64: a 0-dim tensor on `device`. The parameter forms
+// below apply it to each parameter's .grad(); the sharded optimizer applies it
+// to its slices of them.
+torch::Tensor grad_sq_norm_tensor(const std::vector<torch::Tensor>& grads,
+                                  const torch::Device& device);
+
+// clip_grads_to_norm's rule over gradient tensors themselves, scaled in place.
+void clip_to_norm(const std::vector<torch::Tensor>& grads, double norm, double max_norm);
+
 // Sum of squared gradient entries over `params` (undefined gradients count as
 // zero), accumulated in fp64 whatever the gradient dtype: a 0-dim tensor on
 // `device` (the gradients' device), not read back to the host.
@@ -18,9 +28,6 @@ torch::Tensor local_grad_sq_norm_tensor(const std::vector<torch::Tensor>& params
 
 // The same, read back (one host synchronisation on a GPU).
 double local_grad_sq_norm(const std::vector<torch::Tensor>& params);
-
-// Multiplies every defined gradient by `factor` in place.
-void scale_grads(const std::vector<torch::Tensor>& params, double factor);
 
 // Clipping once the global norm is known: when max_norm > 0 and `norm` exceeds
 // it, gradients are scaled by max_norm / (norm + 1e-6), as

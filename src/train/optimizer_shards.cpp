@@ -28,12 +28,22 @@ OptimizerShards::OptimizerShards(const NamedParams& params, std::shared_ptr<Comm
   }
 }
 
-void OptimizerShards::attach_gradients() const {
+std::vector<torch::Tensor> OptimizerShards::gradient_slices() const {
+  std::vector<torch::Tensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
     const torch::Tensor& grad = params_[i].second.grad();
+    out.push_back(grad.defined()
+                      ? grad.view(-1).narrow(0, layout_[i].begin, slices_[i].second.numel())
+                      : grad);
+  }
+  return out;
+}
+
+void OptimizerShards::attach_gradients() const {
+  const std::vector<torch::Tensor> grads = gradient_slices();
+  for (size_t i = 0; i < slices_.size(); ++i) {
     torch::Tensor slice = slices_[i].second;
-    slice.mutable_grad() =
-        grad.defined() ? grad.view(-1).narrow(0, layout_[i].begin, slice.numel()) : grad;
+    slice.mutable_grad() = grads[i];
   }
 }
 

@@ -41,8 +41,10 @@ class OptimizerShards {
   // decay follows the parameter's shape, not its slice's.
   const std::vector<bool>& is_matrix() const { return is_matrix_; }
 
-  // Points each slice's gradient at its part of the parameter's gradient, where
-  // the reduce-scatter left the average.
+  // Each slice's part of its parameter's gradient (a view; undefined where the
+  // parameter has none), where the reduce-scatter left the average.
+  std::vector<torch::Tensor> gradient_slices() const;
+  // Points each slice's gradient at gradient_slices(), for the step.
   void attach_gradients() const;
   // Lets go of them after the step, so the step's gradients are freed when the
   // model's are reset rather than living through the next backward.

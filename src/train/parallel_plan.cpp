@@ -70,17 +70,14 @@ void ParallelPlan::before_last_backward() {
 void ParallelPlan::sync_gradients() {
   replicated_sync_->sync();
   expert_sync_->sync();
-  if (!shard_optimizer_) return;
-  replicated_shards_->attach_gradients();
-  expert_shards_->attach_gradients();
 }
 
 torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
   if (shard_optimizer_) {
     // Every element's average lives in exactly one rank's slice: the squares
     // of all slices add up over the world.
-    auto sq = local_grad_sq_norm_tensor(tensors(replicated_shards_->slices()), device) +
-              local_grad_sq_norm_tensor(tensors(expert_shards_->slices()), device);
+    auto sq = grad_sq_norm_tensor(replicated_shards_->gradient_slices(), device) +
+              grad_sq_norm_tensor(expert_shards_->gradient_slices(), device);
     groups_.world->all_reduce_sum(sq);
     return sq;
   }
@@ -91,17 +88,13 @@ torch::Tensor ParallelPlan::grad_sq_norm(const torch::Device& device) const {
 
 void ParallelPlan::clip_gradients(double norm, double max_norm) const {
   if (shard_optimizer_) {
-    clip_grads_to_norm(tensors(replicated_shards_->slices()), norm, max_norm);
-    clip_grads_to_norm(tensors(expert_shards_->slices()), norm, max_norm);
+    clip_to_norm(replicated_shards_->gradient_slices(), norm, max_norm);
+    clip_to_norm(expert_shards_->gradient_slices(), norm, max_norm);
     return;
   }
   clip_grads_to_norm(replicated_sync_->params(), norm, max_norm);
   clip_grads_to_norm(expert_sync_->params(), norm, max_norm);
 }
-
-}  // namespace moelab
-
-namespace moelab {
 
 std::unique_ptr<torch::optim::AdamW> ParallelPlan::make_optimizer(const OptimConfig& cfg) const {
   if (!shard_optimizer_) return make_adamw(all_, cfg);
@@ -119,6 +112,8 @@ void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {
     optimizer.step();
     return;
   }
+  replicated_shards_->attach_gradients();
+  expert_shards_->attach_gradients();
   optimizer.step();
   replicated_shards_->detach_gradients();
   expert_shards_->detach_gradients();
