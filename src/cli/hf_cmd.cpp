@@ -1,11 +1,11 @@
 // `moelab export CKPT --format hf --out DIR` and `moelab import HF_DIR --out DIR`:
 // Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE folders
-// (src/convert/hf_format.h).
+// (src/hub/hub.h).
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
-#include "convert/hf_format.h"
+#include "hub/hub.h"
 #include "util/mpi_session.h"
 
 namespace moelab {

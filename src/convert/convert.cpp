@@ -6,6 +6,7 @@
 
 #include "convert/dense_to_moe.h"
 #include "convert/ffn_split.h"
+#include "train/run_start.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -1,12 +1,9 @@
 #include "convert/dense_to_moe.h"
 
-#include <filesystem>
-
 #include "config/load.h"
 #include "model/compute.h"
 #include "model/transformer.h"
 #include "train/checkpoint_io.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -97,22 +94,6 @@ TensorMap moe_weights_from_dense(const DenseCheckpoint& dense, const Config& moe
     t.copy_(it->second);
   }
   return out;
-}
-
-std::string write_run_start(const std::string& out, Config cfg, const TensorMap& weights,
-                            const nlohmann::json& provenance) {
-  const std::string dir = std::filesystem::absolute(out).lexically_normal().string();
-  nlohmann::json meta = provenance;
-  meta["weights_only"] = true;
-  meta["config"] = to_toml(cfg);
-  prepare_checkpoint_tmp_dir(dir, 0);
-  write_tensor_file(checkpoint_tmp_dir(dir, 0) + "/weights.h5", weights);
-  finalize_checkpoint(dir, 0, meta, 0);
-  const std::string ckpt = checkpoint_dir(dir, 0);
-  cfg.train.init_from = ckpt;
-  cfg.train.out_dir = dir + "/run";
-  write_file_atomically(dir + "/config.toml", to_toml(cfg));
-  return ckpt;
 }
 
 }  // namespace moelab

@@ -45,12 +45,4 @@ using MakeExperts = std::function<std::vector<FfnWeights>(int64_t layer, const F
 TensorMap moe_weights_from_dense(const DenseCheckpoint& dense, const Config& moe_cfg,
                                  const MakeExperts& make_experts, double router_std);
 
-// Writes <out>/checkpoints/step_00000000 (the weights, sealed like a run's
-// checkpoint, with `provenance` and the config in meta.json and
-// "weights_only": true) and <out>/config.toml: cfg with train.init_from
-// naming those weights and train.out_dir = <out>/run. Returns the weights'
-// folder. `moelab train <out>/config.toml` continues from them.
-std::string write_run_start(const std::string& out, Config cfg, const TensorMap& weights,
-                            const nlohmann::json& provenance);
-
 }  // namespace moelab

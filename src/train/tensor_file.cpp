@@ -2,6 +2,7 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -116,11 +117,48 @@ void write_string_attribute(hid_t object, const char* key, const std::string& va
   check(H5Awrite(attribute.get(), type.get(), value.data()), path + ": cannot write attribute");
 }
 
+// `block` (contiguous) into rows [first_row, first_row + block rows) of `dataset`.
+void write_block(hid_t dataset, hid_t memory_type, const torch::Tensor& block, int64_t first_row,
+                 const std::string& what) {
+  H5Handle file_space(H5Dget_space(dataset), H5Sclose);
+  std::vector<hsize_t> count(block.sizes().begin(), block.sizes().end());
+  std::vector<hsize_t> start(count.size(), 0);
+  start[0] = hsize_t(first_row);
+  check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                            nullptr),
+        what);
+  H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
+  check(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
+                 block.data_ptr()),
+        what);
+}
+
+// A tensor stored as another dtype (bfloat16 as float32) is converted a block
+// of rows at a time, so writing it never holds a converted copy of all of it.
+constexpr int64_t kConversionBlockElements = int64_t(1) << 23;
+
+void write_data(hid_t dataset, const StoredType& type, const torch::Tensor& tensor,
+                const std::string& what) {
+  const torch::Tensor source = tensor.detach().to(torch::kCPU).contiguous();
+  if (source.scalar_type() == type.memory_dtype || source.dim() == 0) {
+    const torch::Tensor data = source.to(type.memory_dtype);
+    check(H5Dwrite(dataset, type.memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()),
+          what);
+    return;
+  }
+  const int64_t row = std::max<int64_t>(1, source.numel() / std::max<int64_t>(1, source.size(0)));
+  const int64_t block = std::max<int64_t>(1, kConversionBlockElements / row);
+  for (int64_t begin = 0; begin < source.size(0); begin += block) {
+    const int64_t end = std::min(begin + block, source.size(0));
+    const torch::Tensor rows = source.narrow(0, begin, end - begin).to(type.memory_dtype);
+    write_block(dataset, type.memory_type, rows, begin, what);
+  }
+}
+
 void write_dataset(hid_t file, const std::string& name, const torch::Tensor& tensor,
                    const std::string& path) {
   const StoredType type = stored_type(tensor.scalar_type(), name);
-  const torch::Tensor data = tensor.detach().to(torch::kCPU, type.memory_dtype).contiguous();
-  std::vector<hsize_t> dims(data.sizes().begin(), data.sizes().end());
+  std::vector<hsize_t> dims(tensor.sizes().begin(), tensor.sizes().end());
   H5Handle space(dims.empty()
                      ? H5Screate(H5S_SCALAR)
                      : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
@@ -130,36 +168,11 @@ void write_dataset(hid_t file, const std::string& name, const torch::Tensor& ten
                               dcpl.get(), H5P_DEFAULT),
                    H5Dclose);
   if (!dataset.valid()) throw InputError(path + ": cannot create dataset '" + name + "'");
-  if (data.numel() > 0) {
-    check(H5Dwrite(dataset.get(), type.memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()),
-          path + ": cannot write dataset '" + name + "'");
+  if (tensor.numel() > 0) {
+    write_data(dataset.get(), type, tensor, path + ": cannot write dataset '" + name + "'");
   }
   if (tensor.scalar_type() == torch::kBFloat16) {
     write_string_attribute(dataset.get(), kDtypeAttribute, "bfloat16", path);
-  }
-}
-
-// Creates the groups each name needs, refusing names that would make one object
-// both a dataset and a group.
-void create_groups(hid_t file, const std::map<std::string, torch::Tensor>& tensors,
-                   const std::string& path) {
-  std::set<std::string> groups;
-  for (const auto& [name, tensor] : tensors) {
-    const std::vector<std::string> parts = split_name(name);
-    std::string prefix;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) {
-      prefix += (i ? "/" : "") + parts[i];
-      if (tensors.count(prefix)) {
-        throw std::invalid_argument("tensor names '" + prefix + "' and '" + name +
-                                    "' clash in one HDF5 file: '" + prefix +
-                                    "' would be both a dataset and a group");
-      }
-      if (!groups.insert(prefix).second) continue;
-      H5Handle gcpl = untimed_plist(H5P_GROUP_CREATE);
-      H5Handle group(H5Gcreate2(file, prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
-                     H5Gclose);
-      if (!group.valid()) throw InputError(path + ": cannot create group '" + prefix + "'");
-    }
   }
 }
 
@@ -261,26 +274,75 @@ herr_t visit_link(hid_t group, const char* link_name, const H5L_info_t*, void* d
 
 }  // namespace
 
+struct TensorFileWriter::File {
+  QuietHdf5Errors quiet;
+  H5Handle handle;
+  std::set<std::string> groups, datasets;
+};
+
+TensorFileWriter::TensorFileWriter(const std::string& path)
+    : path_(path), temporary_(temporary_path_for(path)) {
+  // In place: the quiet-errors guard must not be copied.
+  file_.reset(new File{
+      {},
+      H5Handle(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose)});
+  if (!file_->handle.valid()) throw InputError(temporary_ + ": cannot create HDF5 file");
+}
+
+TensorFileWriter::~TensorFileWriter() {
+  if (!file_) return;
+  file_.reset();
+  std::error_code ignored;
+  std::filesystem::remove(temporary_, ignored);
+}
+
+// Creates the groups `name` needs, refusing a name that would make one object
+// both a dataset and a group.
+void TensorFileWriter::create_groups(const std::string& name) {
+  const std::vector<std::string> parts = split_name(name);
+  const auto clash = [&](const std::string& group) {
+    return std::invalid_argument("tensor names '" + group + "' and '" + name +
+                                 "' clash in one HDF5 file: '" + group +
+                                 "' would be both a dataset and a group");
+  };
+  if (file_->groups.count(name)) throw clash(name);
+  std::string prefix;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    prefix += (i ? "/" : "") + parts[i];
+    if (file_->datasets.count(prefix)) throw clash(prefix);
+    if (!file_->groups.insert(prefix).second) continue;
+    H5Handle gcpl = untimed_plist(H5P_GROUP_CREATE);
+    H5Handle group(
+        H5Gcreate2(file_->handle.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+        H5Gclose);
+    if (!group.valid()) throw InputError(temporary_ + ": cannot create group '" + prefix + "'");
+  }
+}
+
+void TensorFileWriter::add(const std::string& name, const torch::Tensor& tensor) {
+  stored_type(tensor.scalar_type(), name);
+  if (!file_->datasets.insert(name).second) {
+    throw std::invalid_argument("tensor '" + name + "' written twice to " + path_);
+  }
+  create_groups(name);
+  write_dataset(file_->handle.get(), name, tensor, temporary_);
+}
+
+void TensorFileWriter::commit() {
+  check(H5Fflush(file_->handle.get(), H5F_SCOPE_LOCAL), temporary_ + ": cannot flush HDF5 file");
+  file_.reset();
+  commit_durably(temporary_, path_);
+}
+
 void write_tensor_file(const std::string& path,
                        const std::map<std::string, torch::Tensor>& tensors) {
   for (const auto& [name, tensor] : tensors) {
     split_name(name);
     stored_type(tensor.scalar_type(), name);
   }
-  const std::string temporary = temporary_path_for(path);
-  try {
-    QuietHdf5Errors quiet;
-    H5Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!file.valid()) throw InputError(temporary + ": cannot create HDF5 file");
-    create_groups(file.get(), tensors, temporary);
-    for (const auto& [name, tensor] : tensors) write_dataset(file.get(), name, tensor, temporary);
-    check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), temporary + ": cannot flush HDF5 file");
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
-  }
-  commit_durably(temporary, path);
+  TensorFileWriter writer(path);
+  for (const auto& [name, tensor] : tensors) writer.add(name, tensor);
+  writer.commit();
 }
 
 std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 
 namespace moelab {
@@ -19,6 +20,27 @@ namespace moelab {
 // programming error), InputError when the file cannot be written.
 void write_tensor_file(const std::string& path,
                        const std::map<std::string, torch::Tensor>& tensors);
+
+// The same file written one tensor at a time, so that a caller never holds
+// more than the tensor it adds (an import of a model larger than memory
+// allows twice over). Nothing appears at `path` before commit(); a writer
+// destroyed uncommitted removes its temporary file.
+class TensorFileWriter {
+ public:
+  explicit TensorFileWriter(const std::string& path);
+  ~TensorFileWriter();
+  TensorFileWriter(const TensorFileWriter&) = delete;
+  TensorFileWriter& operator=(const TensorFileWriter&) = delete;
+  // The errors of write_tensor_file, for this tensor.
+  void add(const std::string& name, const torch::Tensor& tensor);
+  void commit();
+
+ private:
+  void create_groups(const std::string& name);
+  struct File;
+  std::string path_, temporary_;
+  std::unique_ptr<File> file_;
+};
 
 // Every dataset in the file, as CPU tensors keyed by full path without the leading
 // '/'. A missing, truncated or corrupt file, or a dataset of a type this format

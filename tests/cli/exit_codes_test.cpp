@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli/run_moelab.h"
-#include "convert/convert_test_util.h"
-#include "convert/hf_format.h"
+#include "common/checkpoint_test_util.h"
+#include "hub/hub.h"
 #include "model/model_test_util.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
-#include "convert/convert_test_util.h"
+#include "common/checkpoint_test_util.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
 #include "train/checkpoint_io.h"

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A tiny random Hugging Face folder: `hf_make_model.py FAMILY OUT [OPTION=VALUE...]`.
 
-FAMILY is llama, mixtral, qwen2_moe, qwen3_moe or olmoe; OPTIONs are config keys
-(values parsed as JSON) over a small default, plus those that shape the files:
+FAMILY is llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe or olmoe;
+OPTIONs are config keys (values parsed as JSON) over a small default, plus those
+that shape the files:
+  config=PATH    a published config.json instead of the small default, made
+                 tiny (shrink below) with every structural field kept
   shard=1        several safetensors shards with model.safetensors.index.json
   dtype=bf16     weights stored as bfloat16 (or f16; default f32)
   fused=1        one state_dict file with the experts fused as transformers 5
@@ -26,6 +29,12 @@ from safetensors.torch import save_file
 FAMILIES = {
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM,
               dict(intermediate_size=24)),
+    "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM,
+                dict(intermediate_size=24, sliding_window=None)),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM,
+              dict(intermediate_size=24)),
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM,
+              dict(intermediate_size=24, head_dim=4)),
     "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM,
                 dict(num_local_experts=4, intermediate_size=12, num_experts_per_tok=2)),
     "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM,
@@ -40,6 +49,32 @@ FAMILIES = {
 }
 
 
+def shrink(published):
+    """A published config made tiny: widths, layers, experts and vocabulary
+    small, every structural field (heads vs key/value heads, an explicit head_dim
+    that is not hidden / heads, RoPE scaling, biases, tied embeddings, dense
+    layers, shared experts, gates) kept."""
+    keys = dict(published)
+    heads, kv = keys["num_attention_heads"], keys.get("num_key_value_heads") or keys["num_attention_heads"]
+    keys.update(hidden_size=32, num_attention_heads=4, num_key_value_heads=2 if kv < heads else 4,
+                num_hidden_layers=min(keys["num_hidden_layers"], 3), vocab_size=384)
+    if keys.get("head_dim"):
+        explicit = published["head_dim"] * heads != published["hidden_size"]
+        keys["head_dim"] = 16 if explicit else 8
+    for key, width in (("intermediate_size", 48), ("moe_intermediate_size", 16),
+                       ("shared_expert_intermediate_size", 24)):
+        if keys.get(key):
+            keys[key] = width
+    for key in ("num_experts", "num_local_experts"):
+        if keys.get(key):
+            keys[key] = min(keys[key], 2 * keys["num_experts_per_tok"])
+    if keys.get("mlp_only_layers"):
+        keys["mlp_only_layers"] = [l for l in keys["mlp_only_layers"] if l < keys["num_hidden_layers"]]
+    if keys.get("max_window_layers"):
+        keys["max_window_layers"] = keys["num_hidden_layers"]
+    return keys
+
+
 def main():
     family, out = sys.argv[1:3]
     options = dict(arg.split("=", 1) for arg in sys.argv[3:])
@@ -50,10 +85,16 @@ def main():
     keep_gate = options.pop("gate", "zero") == "nonzero"
     keep_bias = options.pop("bias", "zero") == "nonzero"
     tokenizer = options.pop("tokenizer", None)
+    published = options.pop("config", None)
     config_cls, model_cls, defaults = FAMILIES[family]
-    keys = dict(vocab_size=37, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=8, rms_norm_eps=1e-5, tie_word_embeddings=False)
-    keys.update(defaults)
+    if published:
+        with open(published, encoding="utf-8") as f:
+            keys = shrink(json.load(f))
+    else:
+        keys = dict(vocab_size=37, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
+                    num_key_value_heads=2, max_position_embeddings=8, rms_norm_eps=1e-5,
+                    tie_word_embeddings=False)
+        keys.update(defaults)
     keys.update({k: json.loads(v) for k, v in options.items()})
     if tokenizer:
         with open(tokenizer, encoding="utf-8") as f:
@@ -61,7 +102,7 @@ def main():
         tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer, eos_token=eos)
         keys["vocab_size"] = len(tokenizer)
     torch.manual_seed(3)
-    model = model_cls(config_cls(**keys))
+    model = model_cls(config_cls.from_dict(keys))
     with torch.no_grad():
         for name, p in model.named_parameters():
             zero = ((not keep_gate and "shared_expert_gate" in name) or

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
-#include "convert/convert_test_util.h"
-#include "convert/hf_format.h"
-#include "convert/safetensors.h"
+#include "hub/hub.h"
+#include "hub/safetensors.h"
 #include "model/model_test_util.h"
 #include "train/checkpoint_io.h"
 #include "util/error.h"

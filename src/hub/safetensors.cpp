@@ -1,4 +1,4 @@
-#include "convert/safetensors.h"
+#include "hub/safetensors.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +14,11 @@
 namespace moelab {
 namespace {
 
+// The dtype a tensor is written as: bfloat16 as it is, anything else as float32.
+torch::Dtype written_dtype(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat32;
+}
+
 torch::Dtype dtype_of(const std::string& name, const std::string& path, const std::string& tensor) {
   if (name == "F32") return torch::kFloat32;
   if (name == "F16") return torch::kFloat16;
@@ -22,12 +27,7 @@ torch::Dtype dtype_of(const std::string& name, const std::string& path, const st
                    "; expected F32, F16 or BF16");
 }
 
-struct TensorEntry {
-  std::string name;
-  torch::Dtype dtype;
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;
-};
+using TensorEntry = SafetensorsEntry;
 
 InputError bad_tensor(const std::string& path, const std::string& tensor, const std::string& what) {
   return InputError(path + ": tensor '" + tensor + "': " + what);
@@ -146,47 +146,68 @@ std::vector<TensorEntry> parse_header(const std::string& path, const std::string
 void write_safetensors(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
-  std::vector<torch::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    const uint64_t bytes = uint64_t(c.numel()) * sizeof(float);
-    header[name] = {
-        {"dtype", "F32"}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    const torch::Dtype dtype = written_dtype(t);
+    const uint64_t bytes = uint64_t(t.numel()) * c10::elementSize(dtype);
+    header[name] = {{"dtype", dtype == torch::kBFloat16 ? "BF16" : "F32"},
+                    {"shape", t.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    data.push_back(std::move(c));
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
-  std::string file(8, '\0');
-  const uint64_t n = text.size();
-  for (int i = 0; i < 8; ++i) file[size_t(i)] = char((n >> (8 * i)) & 0xff);
-  file += text;
-  file.reserve(file.size() + offset);
-  for (const auto& c : data) {
-    file.append(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * sizeof(float));
+  const std::string temporary = temporary_path_for(path);
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    const uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) out.put(char((n >> (8 * i)) & 0xff));
+    out << text;
+    // One tensor at a time: the file is never held in memory.
+    for (const auto& [name, t] : tensors) {
+      const auto c = t.detach().to(torch::kCPU, written_dtype(t)).contiguous();
+      out.write(static_cast<const char*>(c.data_ptr()), std::streamsize(c.nbytes()));
+    }
+    if (!out.flush()) throw InputError(temporary + ": cannot write the safetensors file");
   }
-  write_file_atomically(path, file);
+  commit_durably(temporary, path);
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw InputError(path + ": cannot open the safetensors file");
+  const uint64_t size = uint64_t(in.tellg());
+  if (size < 8) throw InputError(path + ": too short for a safetensors file");
+  in.seekg(0);
+  unsigned char length[8];
+  in.read(reinterpret_cast<char*>(length), 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | length[i];
+  if (n > size - 8) throw InputError(path + ": header length past the end of the file");
+  std::string text(n, '\0');
+  in.read(text.data(), std::streamsize(n));
+  if (!in) throw InputError(path + ": cannot read the header");
+  data_start_ = 8 + n;
+  for (auto& e : parse_header(path, text, size - data_start_)) entries_.emplace(e.name, e);
+}
+
+torch::Tensor SafetensorsFile::read(const std::string& name) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) throw InputError(path_ + ": no tensor '" + name + "'");
+  const SafetensorsEntry& e = it->second;
+  auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype));
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(std::streamoff(data_start_ + e.begin));
+  in.read(static_cast<char*>(t.data_ptr()), std::streamsize(e.end - e.begin));
+  if (!in) throw InputError(path_ + ": cannot read tensor '" + name + "' (truncated file?)");
+  return t;
 }
 
 std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the safetensors file");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  if (bytes.size() < 8) throw InputError(path + ": too short for a safetensors file");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(bytes[size_t(i)]);
-  if (n > bytes.size() - 8) throw InputError(path + ": header length past the end of the file");
-  const uint64_t data_size = bytes.size() - 8 - n;
-  const std::vector<TensorEntry> entries = parse_header(path, bytes.substr(8, n), data_size);
-  const char* data = bytes.data() + 8 + n;
+  const SafetensorsFile file(path);
   std::map<std::string, torch::Tensor> out;
-  for (const auto& e : entries) {
-    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype));
-    std::memcpy(t.data_ptr(), data + e.begin, e.end - e.begin);
-    out[e.name] = t.to(torch::kFloat32);
-  }
+  for (const auto& [name, entry] : file.entries()) out[name] = file.read(name).to(torch::kFloat32);
   return out;
 }
 

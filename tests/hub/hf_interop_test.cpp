@@ -18,12 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
-#include "convert/convert_test_util.h"
-#include "convert/hf_format.h"
-#include "convert/hf_test_util.h"
-#include "convert/safetensors.h"
 #include "data/tokenizer.h"
+#include "hub/hf_test_util.h"
+#include "hub/hf_weights.h"
+#include "hub/hub.h"
+#include "hub/safetensors.h"
 #include "model/model_test_util.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -283,9 +284,9 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
        "OlmoeForCausalLM: moe.expert_widths"},
       {[](Config& c) {
          c.moe.enabled = false;
-         c.model.qk_norm = QkNorm::kHead;
+         c.model.qk_norm = QkNorm::kFull;
        },
-       "LlamaForCausalLM: model.qk_norm = \"head\""},
+       "LlamaForCausalLM: model.qk_norm = \"full\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

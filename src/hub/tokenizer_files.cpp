@@ -1,4 +1,4 @@
-#include "convert/hf_tokenizer.h"
+#include "hub/tokenizer_files.h"
 
 #include <nlohmann/json.hpp>
 

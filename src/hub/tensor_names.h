@@ -1,15 +1,14 @@
-// Which moelab checkpoint tensor is which Hugging Face tensor, per family.
-// Names come from the config, not from the model's modules, so they follow
-// the checkpoint's names (layers.L.moe.experts.E.w1, ...) whatever the
-// in-memory layout. Experts are listed by global id.
+// Which moelab checkpoint tensor is which Hugging Face tensor, for any family
+// (family.h). Names come from the config, not from the model's modules, so
+// they follow the checkpoint's names (layers.L.moe.experts.E.w1, ...) whatever
+// the in-memory layout. Experts are listed by global id.
 //
-//   moelab                       Llama / Qwen / OLMoE           Mixtral
-//   attn.wq, wk, wv, wo          self_attn.{q,k,v,o}_proj        same
-//   attn.q_norm, k_norm          self_attn.{q,k}_norm            -
-//   ffn.w1, w3, w2               mlp.{gate,up,down}_proj         -
-//   moe.router                   mlp.gate                        block_sparse_moe.gate
-//   moe.experts.E.w1, w3, w2     mlp.experts.E.{gate,up,down}_proj
-//                                                                block_sparse_moe.experts.E.{w1,w3,w2}
+//   moelab                       Hugging Face (model.layers.L.)
+//   attn.wq, wk, wv, wo          self_attn.{q,k,v,o}_proj
+//   attn.q_norm, k_norm          self_attn.{q,k}_norm
+//   ffn.w1, w3, w2               mlp.{gate,up,down}_proj
+//   moe.router                   <moe_module>.gate
+//   moe.experts.E.w1, w3, w2     <moe_module>.experts.E.<expert_projections>
 //   moe.shared.w1, w3, w2        mlp.shared_expert.{gate,up,down}_proj (Qwen2-MoE)
 //
 // Qwen2-MoE scales its shared expert by sigmoid(shared_expert_gate . x);
@@ -23,7 +22,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "convert/hf_config.h"
+#include "hub/family.h"
 
 namespace moelab {
 
@@ -46,6 +45,6 @@ struct HfTensorMap {
   std::vector<HfZero> zeros;
 };
 
-HfTensorMap hf_tensor_map(const Config& cfg, HfFamily family);
+HfTensorMap hf_tensor_map(const Config& cfg, const HubFamily& family);
 
 }  // namespace moelab

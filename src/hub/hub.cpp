@@ -1,0 +1,140 @@
+#include "hub/hub.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "config/load.h"
+#include "hub/hf_config.h"
+#include "hub/hf_weights.h"
+#include "hub/tensor_names.h"
+#include "hub/tokenizer_files.h"
+#include "train/checkpoint_io.h"
+#include "train/run_start.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+using json = nlohmann::json;
+
+json read_json_file(const std::string& path, const char* what) {
+  try {
+    return json::parse(read_text_file(path, what));
+  } catch (const json::exception& e) {
+    throw InputError(path + ": not JSON (" + e.what() + ")");
+  }
+}
+
+Config checkpoint_config(const LoadedCheckpoint& ckpt, const std::string& checkpoint) {
+  if (!ckpt.meta.contains("config")) {
+    throw InputError(checkpoint + "/meta.json: no \"config\" entry; not a moelab checkpoint");
+  }
+  return parse_config(ckpt.meta["config"].get<std::string>(), checkpoint + "/meta.json",
+                      {"parallel.ep=1", "checkpoint.resume=none"});
+}
+
+void require_shape(const std::map<std::string, std::vector<int64_t>>& shapes,
+                   const std::string& name, const std::vector<int64_t>& shape,
+                   const std::string& where) {
+  const auto it = shapes.find(name);
+  if (it == shapes.end() || it->second != shape) {
+    throw InputError(where + ": tensor '" + name + "' is missing or has another shape than " +
+                     c10::str(c10::IntArrayRef(shape)));
+  }
+}
+
+// Every Hugging Face tensor is linked to moelab's or one that must be zero;
+// the rest (lm_head.weight beside tied embeddings excepted) would be dropped,
+// so they are refused. Checked on the headers, before any tensor is read.
+void check_tensor_names(const HfWeights& weights, const HfTensorMap& map, const Config& cfg,
+                        const HubFamily& family, const std::string& hf_dir) {
+  std::set<std::string> used;
+  for (const auto& link : map.links) {
+    require_shape(weights.shapes(), link.theirs, link.shape, hf_dir);
+    used.insert(link.theirs);
+  }
+  for (const auto& zero : map.zeros) {
+    require_shape(weights.shapes(), zero.theirs, zero.shape, hf_dir);
+    used.insert(zero.theirs);
+  }
+  if (cfg.model.tie_embeddings) used.insert("lm_head.weight");
+  for (const auto& [name, shape] : weights.shapes()) {
+    if (!used.count(name)) {
+      throw InputError(hf_dir + ": tensor '" + name + "' has no place in moelab's " +
+                       family.architecture);
+    }
+  }
+}
+
+// The dtype a whole export is recorded as: bfloat16 when every tensor is.
+std::string torch_dtype(const std::map<std::string, torch::Tensor>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    if (t.scalar_type() != torch::kBFloat16 && t.numel() > 0) return "float32";
+  }
+  return "bfloat16";
+}
+
+}  // namespace
+
+void export_hf(const std::string& checkpoint, const std::string& out) {
+  const LoadedCheckpoint ckpt = load_checkpoint(checkpoint);
+  const Config cfg = checkpoint_config(ckpt, checkpoint);
+  const HubFamily& family = export_family(cfg, checkpoint);
+  std::map<std::string, torch::Tensor> tensors;
+  const HfTensorMap map = hf_tensor_map(cfg, family);
+  for (const auto& link : map.links) {
+    const auto it = ckpt.tensors.find(link.ours);
+    if (it == ckpt.tensors.end() || it->second.sizes() != c10::IntArrayRef(link.shape)) {
+      throw InputError(checkpoint + ": tensor '" + link.ours +
+                       "' is missing or has another shape than " +
+                       c10::str(c10::IntArrayRef(link.shape)));
+    }
+    tensors[link.theirs] = link.scale == 1.0 ? it->second : it->second * link.scale;
+  }
+  const std::string dtype = torch_dtype(tensors);
+  for (const auto& zero : map.zeros) {
+    tensors[zero.theirs] =
+        torch::zeros(zero.shape, dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32);
+  }
+  std::filesystem::create_directories(out);
+  write_safetensors(out + "/model.safetensors", tensors, {{"format", "pt"}});
+  json config = hf_config_json(cfg, family);
+  config["torch_dtype"] = dtype;
+  write_file_atomically(out + "/config.json", config.dump(2) + "\n");
+  spdlog::info("exported {} as {} to {}", checkpoint, family.architecture, out);
+  if (!write_hf_tokenizer(cfg.data.dir, out, cfg.model.seq_len)) {
+    spdlog::info(
+        "no tokenizer written: data.dir = \"{}\" holds none moelab writes for transformers",
+        cfg.data.dir);
+  }
+}
+
+std::string import_hf(const std::string& hf_dir, const std::string& out) {
+  const std::string config_path = hf_dir + "/config.json";
+  const json j = read_json_file(config_path, "Hugging Face config");
+  const HubFamily& family = family_of(j, config_path);
+  const Config cfg = config_from_hf(j, family, config_path);
+  validate(cfg);
+  HfWeights weights(hf_dir, family);
+  const HfTensorMap map = hf_tensor_map(cfg, family);
+  check_tensor_names(weights, map, cfg, family, hf_dir);
+  for (const auto& zero : map.zeros) {
+    if (weights.read(zero.theirs).count_nonzero().item<int64_t>() != 0) {
+      throw InputError(hf_dir + ": tensor '" + zero.theirs + "' is not zero; moelab's " +
+                       family.architecture + " has it zero (docs/convert.md)");
+    }
+  }
+  RunStartWriter writer(out, cfg, {{"source", hf_dir}, {"method", "import_hf"}});
+  for (const auto& link : map.links) {
+    const torch::Tensor t = weights.read(link.theirs);
+    writer.add(link.ours, link.scale == 1.0 ? t : t / link.scale);
+  }
+  spdlog::info("imported {} from {}", family.architecture, hf_dir);
+  return writer.commit();
+}
+
+}  // namespace moelab
