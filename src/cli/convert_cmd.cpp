@@ -9,6 +9,15 @@
 #include "util/mpi_session.h"
 
 namespace moelab {
+namespace {
+
+void add_dense_overrides(CLI::App* cmd, std::vector<std::string>& overrides) {
+  cmd->add_option("--set", overrides,
+                  "override a key of the dense config, kept by the MoE's (repeatable): "
+                  "--set data.dir=data/x (dot's calibration data), --set model.seq_len=512");
+}
+
+}  // namespace
 
 void add_upcycle_command(CLI::App& root) {
   auto r = std::make_shared<UpcycleRequest>();
@@ -26,6 +35,7 @@ void add_upcycle_command(CLI::App& root) {
   cmd->add_option("--router-init-std", r->router_init_std,
                   "std of the new routers' weights (default: model.init_std)");
   cmd->add_option("--seed", r->upcycle.seed, "seed for re-drawn units and routers");
+  add_dense_overrides(cmd, r->overrides);
   cmd->callback([r] {
     if (MpiSession::rank() == 0) upcycle_checkpoint(*r);
   });
@@ -48,6 +58,7 @@ void add_convert_command(CLI::App& root) {
   cmd->add_option("--router-init-std", r->router_init_std,
                   "std of the new routers' weights (default: model.init_std)");
   cmd->add_option("--seed", r->seed, "seed for the partition and the routers");
+  add_dense_overrides(cmd, r->overrides);
   cmd->add_option("--calibration-steps", r->dot.steps, "dot: calibration batches")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--dot-temperature", r->dot.temperature, "dot: Sinkhorn temperature")

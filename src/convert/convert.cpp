@@ -19,7 +19,7 @@ double router_std(double requested, const Config& cfg) {
 }  // namespace
 
 std::string upcycle_checkpoint(const UpcycleRequest& r) {
-  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint);
+  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint, r.overrides);
   const int64_t width = dense.cfg.model.d_ff / std::max<int64_t>(r.upcycle.granularity, 1);
   const Config moe_cfg =
       moe_config_from_dense(dense.cfg, dense.cfg.moe, r.upcycle.experts, r.top_k, width);
@@ -48,7 +48,7 @@ std::string convert_checkpoint(const ConvertRequest& r) {
   if (r.method != "random" && r.method != "cluster" && r.method != "dot") {
     throw InputError("--method " + r.method + ": expected random, cluster or dot");
   }
-  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint);
+  const DenseCheckpoint dense = load_dense_checkpoint(r.dense_checkpoint, r.overrides);
   const int64_t d_ff = dense.cfg.model.d_ff;
   if (r.experts < 1 || d_ff % r.experts != 0) {
     throw InputError("--experts " + std::to_string(r.experts) + ": must divide d_ff = " +

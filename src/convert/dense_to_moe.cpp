@@ -15,15 +15,17 @@ std::string ffn_name(int64_t layer, const char* w) {
 
 }  // namespace
 
-DenseCheckpoint load_dense_checkpoint(const std::string& dir) {
+DenseCheckpoint load_dense_checkpoint(const std::string& dir,
+                                      const std::vector<std::string>& overrides) {
   LoadedCheckpoint ckpt = load_checkpoint(dir);
   if (!ckpt.meta.contains("config") || !ckpt.meta["config"].is_string()) {
     throw InputError(dir + "/meta.json: no \"config\" entry; not a moelab checkpoint");
   }
-  DenseCheckpoint dense{dir,
-                        parse_config(ckpt.meta["config"].get<std::string>(), dir + "/meta.json",
-                                     {"parallel.ep=1", "checkpoint.resume=none"}),
-                        std::move(ckpt.tensors)};
+  std::vector<std::string> all = {"parallel.ep=1", "checkpoint.resume=none"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  DenseCheckpoint dense{
+      dir, parse_config(ckpt.meta["config"].get<std::string>(), dir + "/meta.json", all),
+      std::move(ckpt.tensors)};
   if (dense.cfg.moe.enabled) {
     throw InputError(dir +
                      ": the checkpoint is of an MoE model (moe.enabled = true); upcycling "

@@ -25,9 +25,12 @@ struct DenseCheckpoint {
 };
 
 // Any moelab checkpoint of a dense model (a run's step_<n>, or one written by
-// `moelab import`); InputError naming the folder for an MoE or a folder
-// without a config.
-DenseCheckpoint load_dense_checkpoint(const std::string& dir);
+// `moelab import`), its config with `overrides` ("key=value", checked as
+// `train --set` checks them: data.dir for dot's calibration and the new run,
+// model.seq_len for an import's long context); InputError naming the folder
+// for an MoE or a folder without a config.
+DenseCheckpoint load_dense_checkpoint(const std::string& dir,
+                                      const std::vector<std::string>& overrides = {});
 
 // Layer `layer`'s FFN weights (float32 copies).
 FfnWeights dense_ffn(const DenseCheckpoint& dense, int64_t layer);
