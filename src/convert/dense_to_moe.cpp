@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
+#include "checkpoint/checkpoint_io.h"
 #include "config/load.h"
 #include "model/compute.h"
 #include "model/transformer.h"
-#include "train/checkpoint_io.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

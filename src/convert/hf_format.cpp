@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "checkpoint/checkpoint_io.h"
 #include "config/load.h"
 #include "convert/dense_to_moe.h"
 #include "convert/hf_config.h"
 #include "convert/hf_tensors.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
-#include "train/checkpoint_io.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

@@ -1,7 +1,7 @@
-#include "train/parallel_plan.h"
+#include "parallel/parallel_plan.h"
 
 #include "model/all_to_all_dispatcher.h"
-#include "train/grad_clip.h"
+#include "parallel/grad_clip.h"
 
 namespace moelab {
 namespace {
@@ -96,15 +96,19 @@ void ParallelPlan::clip_gradients(double norm, double max_norm) const {
   clip_grads_to_norm(expert_sync_->params(), norm, max_norm);
 }
 
-std::unique_ptr<torch::optim::AdamW> ParallelPlan::make_optimizer(const OptimConfig& cfg) const {
-  if (!shard_optimizer_) return make_adamw(all_, cfg);
-  std::vector<torch::Tensor> decayed, not_decayed;
+ParallelPlan::SteppedTensors ParallelPlan::stepped_tensors() const {
+  SteppedTensors out;
+  if (!shard_optimizer_) {
+    for (const auto& [name, p] : all_) (p.dim() >= 2 ? out.decayed : out.not_decayed).push_back(p);
+    return out;
+  }
   for (const auto* shards : {replicated_shards_.get(), expert_shards_.get()}) {
     for (size_t i = 0; i < shards->slices().size(); ++i) {
-      (shards->is_matrix()[i] ? decayed : not_decayed).push_back(shards->slices()[i].second);
+      (shards->is_matrix()[i] ? out.decayed : out.not_decayed)
+          .push_back(shards->slices()[i].second);
     }
   }
-  return make_adamw(std::move(decayed), std::move(not_decayed), cfg);
+  return out;
 }
 
 void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {

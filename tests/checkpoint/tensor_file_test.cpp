@@ -1,4 +1,4 @@
-#include "train/tensor_file.h"
+#include "checkpoint/tensor_file.h"
 
 #include <gtest/gtest.h>
 

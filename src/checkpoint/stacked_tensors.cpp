@@ -1,8 +1,8 @@
-#include "train/stacked_tensors.h"
+#include "checkpoint/stacked_tensors.h"
 
 #include <vector>
 
-#include "train/optimizer.h"
+#include "checkpoint/optimizer_state.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -1,4 +1,4 @@
-#include "train/checkpoint_io.h"
+#include "checkpoint/checkpoint_io.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,11 +1,11 @@
-#include "train/progress.h"
+#include "metrics/progress.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "captured_log.h"
+#include "common/captured_log.h"
 
 namespace moelab {
 namespace {

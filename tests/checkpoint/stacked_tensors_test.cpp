@@ -1,13 +1,13 @@
 // Checkpoints keep one tensor per expert (and per expert's AdamW moments) while
 // the model stacks its experts: a per-expert checkpoint loads into the stacks
 // and saving them gives back exactly the tensors that were loaded.
-#include "train/stacked_tensors.h"
+#include "checkpoint/stacked_tensors.h"
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/optimizer_state.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
-#include "train/optimizer.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -43,7 +43,9 @@ NamedTensors per_expert_checkpoint(const Transformer& full) {
 // a checkpoint does, and checks that every tensor comes back bit for bit.
 void expect_round_trip(Transformer& model, const NamedTensors& saved) {
   const NamedParams params = params_of(model);
-  auto optimizer = make_adamw(params, OptimConfig{});
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, p] : params) tensors.push_back(p);
+  auto optimizer = std::make_unique<torch::optim::AdamW>(tensors);
   const NamedTensors joined = join_stacked(saved, model->stacked_params(), "ckpt");
   {
     torch::NoGradGuard no_grad;

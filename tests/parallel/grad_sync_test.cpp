@@ -2,7 +2,7 @@
 // starts from the gradient-accumulator hooks as soon as its gradients are
 // complete, in reverse parameter order; without, nothing starts before sync().
 // Either way sync() leaves the same averaged gradients.
-#include "train/grad_sync.h"
+#include "parallel/grad_sync.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "train/optimizer_shards.h"
+#include "parallel/optimizer_shards.h"
 
-#include "train/shard_range.h"
+#include "parallel/shard_range.h"
 #include "util/error.h"
 
 namespace moelab {

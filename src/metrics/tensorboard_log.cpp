@@ -1,4 +1,4 @@
-#include "train/tensorboard_log.h"
+#include "metrics/tensorboard_log.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "train/event_file.h"
+#include "metrics/event_file.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "train/mfu.h"
+#include "metrics/mfu.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,8 +1,8 @@
-#include "train/grad_sync.h"
+#include "parallel/grad_sync.h"
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 
-#include "train/shard_range.h"
+#include "parallel/shard_range.h"
 
 namespace moelab {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/grad_clip.h"
+#include "parallel/grad_clip.h"
 
 #include <cmath>
 

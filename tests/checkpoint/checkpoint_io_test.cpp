@@ -1,11 +1,11 @@
-#include "train/checkpoint_io.h"
+#include "checkpoint/checkpoint_io.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "captured_log.h"
+#include "common/captured_log.h"
 #include "common/temp_dir.h"
 #include "util/error.h"
 

@@ -12,12 +12,13 @@
 
 #include <memory>
 
+#include "checkpoint/optimizer_state.h"
 #include "comm/process_groups.h"
 #include "config/config.h"
+#include "model/named_params.h"
 #include "model/transformer.h"
-#include "train/grad_sync.h"
-#include "train/optimizer.h"
-#include "train/optimizer_shards.h"
+#include "parallel/grad_sync.h"
+#include "parallel/optimizer_shards.h"
 
 namespace moelab {
 
@@ -59,10 +60,14 @@ class ParallelPlan {
   // Scales every gradient for the global norm `norm` (grad_clip.h's rule).
   void clip_gradients(double norm, double max_norm) const;
 
-  // AdamW over what this rank steps: every parameter, or with
-  // parallel.shard_optimizer its slices of them (optimizer_shards.h). Call after
+  // What this rank's optimizer steps, split by weight decay (train/optimizer.h's
+  // make_adamw): every parameter, or with parallel.shard_optimizer its slices of
+  // them (optimizer_shards.h), which decay as their parameters do. Call after
   // parallelize().
-  std::unique_ptr<torch::optim::AdamW> make_optimizer(const OptimConfig& cfg) const;
+  struct SteppedTensors {
+    std::vector<torch::Tensor> decayed, not_decayed;
+  };
+  SteppedTensors stepped_tensors() const;
   // The update after sync_gradients(): AdamW on this rank's part, and when
   // sharded the updated parameters gathered from every rank (collective).
   void optimizer_step(torch::optim::AdamW& optimizer) const;

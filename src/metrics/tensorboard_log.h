@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/event_file.h"
+#include "metrics/event_file.h"
 
 namespace moelab {
 

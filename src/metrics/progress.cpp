@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "metrics/progress.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "metrics/metrics_log.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "train/tensor_file.h"
+#include "checkpoint/tensor_file.h"
 
 namespace moelab {
 

@@ -1,4 +1,4 @@
-#include "train/run_log.h"
+#include "metrics/run_log.h"
 
 #include <torch/torch.h>
 

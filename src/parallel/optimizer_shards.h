@@ -18,8 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/optimizer_state.h"
 #include "comm/communicator.h"
-#include "train/optimizer.h"
+#include "model/named_params.h"
 
 namespace moelab {
 

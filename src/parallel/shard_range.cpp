@@ -1,4 +1,4 @@
-#include "train/shard_range.h"
+#include "parallel/shard_range.h"
 
 #include <algorithm>
 
