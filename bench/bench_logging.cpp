@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "train/tensorboard_log.h"
+#include "metrics/tensorboard_log.h"
 #include "util/stopwatch.h"
 
 int main(int argc, char** argv) {

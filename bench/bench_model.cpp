@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "metrics/mfu.h"
 #include "model/phase_timer.h"
 #include "model/precision.h"
 #include "model/transformer.h"
-#include "train/mfu.h"
 #include "train/optimizer.h"
 #include "util/allocator.h"
 #include "util/memory.h"

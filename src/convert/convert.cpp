@@ -4,9 +4,9 @@
 
 #include <optional>
 
+#include "checkpoint/run_start.h"
 #include "convert/dense_to_moe.h"
 #include "convert/ffn_split.h"
-#include "train/run_start.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -1,5 +1,5 @@
 // `moelab upcycle` and `moelab convert`: a dense checkpoint in, the start of an
-// MoE run out (train/run_start.h).
+// MoE run out (checkpoint/run_start.h).
 //   upcycle  every FFN becomes E experts that copy it, or slices of it
 //            (upcycle.h), with a new router;
 //   convert  every FFN's hidden units are partitioned into E disjoint experts

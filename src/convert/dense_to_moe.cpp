@@ -1,9 +1,9 @@
 #include "convert/dense_to_moe.h"
 
+#include "checkpoint/checkpoint_io.h"
 #include "config/load.h"
 #include "model/compute.h"
 #include "model/transformer.h"
-#include "train/checkpoint_io.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "checkpoint/checkpoint_io.h"
+#include "checkpoint/run_start.h"
 #include "config/load.h"
 #include "hub/hf_config.h"
 #include "hub/hf_weights.h"
 #include "hub/tensor_names.h"
 #include "hub/tokenizer_files.h"
-#include "train/checkpoint_io.h"
-#include "train/run_start.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

@@ -1,12 +1,12 @@
 #include "train/evaluate_checkpoint.h"
 
+#include "checkpoint/checkpoint_io.h"
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "config/data_sets.h"
 #include "config/load.h"
 #include "data/validation_set.h"
 #include "model/transformer.h"
-#include "train/checkpoint_io.h"
 #include "train/evaluator.h"
 #include "util/error.h"
 

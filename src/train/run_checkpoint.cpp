@@ -6,10 +6,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "checkpoint/checkpoint_io.h"
+#include "checkpoint/stacked_tensors.h"
+#include "checkpoint/tensor_file.h"
 #include "config/load.h"
-#include "train/checkpoint_io.h"
-#include "train/stacked_tensors.h"
-#include "train/tensor_file.h"
 #include "util/error.h"
 #include "util/version.h"
 

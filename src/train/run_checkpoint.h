@@ -13,8 +13,7 @@
 #include "config/config.h"
 #include "data/batch_loader.h"
 #include "model/experts.h"
-#include "train/optimizer.h"
-#include "train/parallel_plan.h"
+#include "parallel/parallel_plan.h"
 
 namespace moelab {
 

@@ -8,10 +8,11 @@
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
+#include "metrics/mfu.h"
+#include "metrics/run_log.h"
+#include "metrics/step_phases.h"
 #include "train/evaluator.h"
-#include "train/mfu.h"
-#include "train/run_log.h"
-#include "train/step_phases.h"
+#include "train/optimizer.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/mpi_session.h"
@@ -109,7 +110,8 @@ void Trainer::setup_model() {
   model_->to(device_);
   plan_.parallelize(model_);
   for (auto& nb : model_->named_buffers()) buffers_.emplace_back(nb.key(), nb.value());
-  optimizer_ = plan_.make_optimizer(cfg_.optim);
+  auto stepped = plan_.stepped_tensors();
+  optimizer_ = make_adamw(std::move(stepped.decayed), std::move(stepped.not_decayed), cfg_.optim);
   if (rank_ == 0) {
     spdlog::info("AdamW state: {:.3f} MiB on rank 0 ({})",
                  plan_.optimizer_state_bytes() / 1048576.0,

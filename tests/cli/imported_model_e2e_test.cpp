@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_io.h"
 #include "cli/run_moelab.h"
 #include "common/temp_dir.h"
 #include "config/load.h"
@@ -23,7 +24,6 @@
 #include "data/data_test_util.h"
 #include "data/dataset_info.h"
 #include "data/shard_reader.h"
-#include "train/checkpoint_io.h"
 #include "util/atomic_file.h"
 
 namespace moelab {

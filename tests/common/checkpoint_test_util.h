@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
+#include "checkpoint/checkpoint_io.h"
 #include "config/load.h"
 #include "model/transformer.h"
-#include "train/checkpoint_io.h"
 
 namespace moelab::testing {
 

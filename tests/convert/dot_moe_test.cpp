@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "checkpoint/checkpoint_io.h"
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
@@ -16,7 +17,6 @@
 #include "data/data_test_util.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
-#include "train/checkpoint_io.h"
 
 namespace moelab {
 namespace {

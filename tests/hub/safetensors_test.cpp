@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_io.h"
 #include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
 #include "hub/hub.h"
 #include "hub/safetensors.h"
 #include "model/model_test_util.h"
-#include "train/checkpoint_io.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -4,13 +4,13 @@
 // state sliced from a checkpoint that continues identically. Its gradient
 // reduce-scatter against the all-reduce. The parameters are sized so that some
 // ranks get short or empty slices.
-#include "train/optimizer_shards.h"
+#include "parallel/optimizer_shards.h"
 #include "comm/process_groups.h"
 #include "common/optimizer_test_util.h"
 #include "mpi_gtest_main.h"
-#include "train/grad_sync.h"
+#include "parallel/grad_sync.h"
+#include "parallel/shard_range.h"
 #include "train/optimizer.h"
-#include "train/shard_range.h"
 #include "util/error.h"
 
 namespace moelab {

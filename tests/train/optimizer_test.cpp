@@ -1,4 +1,5 @@
 #include "train/optimizer.h"
+#include "checkpoint/optimizer_state.h"
 
 #include <gtest/gtest.h>
 

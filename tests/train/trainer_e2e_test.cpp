@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "checkpoint/checkpoint_io.h"
 #include "model/precision.h"
-#include "train/checkpoint_io.h"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "train/event_file.h"
-#include "train/tensorboard_log.h"
+#include "metrics/event_file.h"
+#include "metrics/tensorboard_log.h"
 
 namespace {
 

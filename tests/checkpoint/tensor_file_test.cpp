@@ -1,0 +1,121 @@
+#include "checkpoint/tensor_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "common/temp_dir.h"
+#include "util/error.h"
+
+namespace moelab {
+namespace {
+
+std::map<std::string, torch::Tensor> sample_tensors() {
+  torch::manual_seed(11);
+  return {
+      {"tok_embeddings.weight", torch::randn({5, 6})},
+      {"layers.0.attn.wq.weight/exp_avg", torch::randn({4, 6})},
+      {"layers.0.attn.wq.weight/step", torch::tensor(int64_t{42})},
+      {"layers.1.moe.experts.3.w1", torch::randn({2, 3, 5}, torch::kDouble)},
+      {"norm.weight", torch::randn({6}).to(torch::kBFloat16)},
+      {"loader/position", torch::tensor({int64_t{1} << 40, int64_t{-5}})},
+      {"counts", torch::arange(7, torch::kInt)},
+      {"rng/cpu_generator", torch::arange(250, 256).to(torch::kByte)},
+      {"empty", torch::zeros({0, 3})},
+  };
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(TensorFile, RoundTripKeepsNamesDtypesShapesAndValues) {
+  testing::TempDir dir;
+  const auto tensors = sample_tensors();
+  write_tensor_file(dir / "t.h5", tensors);
+  const auto loaded = read_tensor_file(dir / "t.h5");
+  ASSERT_EQ(loaded.size(), tensors.size());
+  for (const auto& [name, tensor] : tensors) {
+    ASSERT_EQ(loaded.count(name), 1u) << name;
+    const torch::Tensor& back = loaded.at(name);
+    EXPECT_EQ(back.scalar_type(), tensor.scalar_type()) << name;
+    EXPECT_EQ(back.sizes(), tensor.sizes()) << name;
+    EXPECT_TRUE(torch::equal(back, tensor)) << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / ".t.h5.tmp"));
+}
+
+TEST(TensorFile, NonContiguousTensorsAreStoredAsTheyLook) {
+  testing::TempDir dir;
+  const torch::Tensor transposed = torch::arange(6, torch::kFloat).reshape({2, 3}).t();
+  write_tensor_file(dir / "t.h5", {{"x", transposed}});
+  EXPECT_TRUE(torch::equal(read_tensor_file(dir / "t.h5").at("x"), transposed));
+}
+
+TEST(TensorFile, SameTensorsGiveIdenticalBytes) {
+  testing::TempDir dir;
+  write_tensor_file(dir / "a.h5", sample_tensors());
+  write_tensor_file(dir / "b.h5", sample_tensors());
+  EXPECT_EQ(file_bytes(dir / "a.h5"), file_bytes(dir / "b.h5"));
+}
+
+TEST(TensorFile, TruncatedFileIsAnInputErrorNamingIt) {
+  testing::TempDir dir;
+  const std::string path = dir / "t.h5";
+  write_tensor_file(path, sample_tensors());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  try {
+    read_tensor_file(path);
+    FAIL() << "truncated file accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(TensorFile, GarbageAndMissingFilesAreInputErrors) {
+  testing::TempDir dir;
+  std::ofstream(dir / "junk.h5") << "not hdf5 at all";
+  EXPECT_THROW(read_tensor_file(dir / "junk.h5"), InputError);
+  EXPECT_THROW(read_tensor_file(dir / "absent.h5"), InputError);
+}
+
+TEST(TensorFile, RejectsNamesThatCannotBeStored) {
+  testing::TempDir dir;
+  EXPECT_THROW(write_tensor_file(dir / "t.h5", {{"a//b", torch::zeros({1})}}),
+               std::invalid_argument);
+  EXPECT_THROW(
+      write_tensor_file(dir / "t.h5", {{"a", torch::zeros({1})}, {"a/b", torch::zeros({1})}}),
+      std::invalid_argument);
+  EXPECT_THROW(write_tensor_file(dir / "t.h5", {{"h", torch::zeros({1}, torch::kHalf)}}),
+               std::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.h5"));
+  EXPECT_FALSE(std::filesystem::exists(dir / ".t.h5.tmp"));
+}
+
+// h5py is what users will open checkpoints with; check it reads ours as documented.
+TEST(TensorFile, ReadableWithH5py) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "python3-h5py is not installed; h5py readability not checked";
+  }
+  testing::TempDir dir;
+  write_tensor_file(dir / "t.h5", sample_tensors());
+  const std::string script =
+      "import h5py, numpy as np\n"
+      "f = h5py.File('" +
+      (dir / "t.h5") +
+      "', 'r')\n"
+      "w = f['layers.0.attn.wq.weight/exp_avg'][...]\n"
+      "assert w.shape == (4, 6) and w.dtype == np.float32\n"
+      "assert f['layers.0.attn.wq.weight/step'][...] == 42\n"
+      "assert f['norm.weight'].attrs['torch_dtype'] in (b'bfloat16', 'bfloat16')\n"
+      "assert f['layers.1.moe.experts.3.w1'][...].dtype == np.float64\n";
+  std::ofstream(dir / "check.py") << script;
+  EXPECT_EQ(std::system(("/usr/bin/python3 " + (dir / "check.py")).c_str()), 0);
+}
+
+}  // namespace
+}  // namespace moelab

@@ -1,0 +1,57 @@
+#include "metrics/mfu.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace moelab {
+namespace {
+
+TEST(Mfu, DenseFlopsPerTokenByHand) {
+  Config cfg;
+  cfg.model.vocab_size = 100;
+  cfg.model.d_model = 8;
+  cfg.model.n_layers = 2;
+  cfg.model.n_heads = 2;
+  cfg.model.d_ff = 16;
+  cfg.model.seq_len = 32;
+  cfg.model.tie_embeddings = false;
+  // Per layer: attention 4 * 8 * 8 = 256, SwiGLU 3 * 8 * 16 = 384, 2 norms of 8.
+  // Plus the final norm (8) and the head (100 * 8); the embedding is left out.
+  const double params = 2 * (256 + 384 + 16) + 8 + 800;
+  const double attention = 12.0 * 2 * 32 * 8;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + attention);
+  // Tying removes parameters, not the head matmul.
+  cfg.model.tie_embeddings = true;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + attention);
+}
+
+TEST(Mfu, MoeCountsOnlyActiveExperts) {
+  Config cfg;
+  cfg.model.vocab_size = 100;
+  cfg.model.d_model = 8;
+  cfg.model.n_layers = 1;
+  cfg.model.n_heads = 2;
+  cfg.model.seq_len = 4;
+  cfg.moe.enabled = true;
+  cfg.moe.num_experts = 4;
+  cfg.moe.top_k = 2;
+  cfg.moe.d_expert = 16;
+  // attention 256, router 8 * 4, two active experts of 3 * 8 * 16, norms 3 * 8, head 800.
+  const double params = 256 + 32 + 2 * 384 + 24 + 800;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + 12.0 * 1 * 4 * 8);
+}
+
+TEST(Mfu, MeasuredPeakIsPlausible) {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const double peak =
+        matmul_peak_flops(dtype, 1, torch::kCPU, /*max_size=*/512, /*seconds_per_size=*/0.05);
+    EXPECT_TRUE(std::isfinite(peak));
+    // Even one slow core manages 0.1 GFLOP/s; nothing here reaches 100 TFLOP/s.
+    EXPECT_GT(peak, 1e8);
+    EXPECT_LT(peak, 1e14);
+  }
+}
+
+}  // namespace
+}  // namespace moelab
