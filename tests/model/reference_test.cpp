@@ -49,7 +49,7 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
           {"n_layers", m.n_layers},
           {"n_heads", m.n_heads},
           {"n_kv_heads", cfg.model.kv_heads()},
-          {"head_dim", m.head_dim()},
+          {"head_dim", m.explicit_head_dim},  // 0: d_model / n_heads
           {"qkv_bias", m.qkv_bias},
           {"rope_theta", m.rope_theta},
           {"rope_scaling", rope_scaling_json(m.rope_scaling)},

@@ -99,7 +99,8 @@ def rope(x, freqs, scale):
 
 def attention(x, p, prefix, cfg):
     # x: [S, d] one sequence.
-    n_heads, n_kv, hd = cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
+    n_heads, n_kv = cfg["n_heads"], cfg["n_kv_heads"]
+    hd = cfg["head_dim"] or cfg["d_model"] // n_heads
     q = x @ p[prefix + "wq"].T
     k = x @ p[prefix + "wk"].T
     v = x @ p[prefix + "wv"].T
