@@ -14,6 +14,9 @@ namespace moelab {
 // model.qk_norm: RMSNorm on queries and keys before RoPE, per head (Qwen3) or
 // over the whole projection (OLMoE).
 enum class QkNorm { kNone, kHead, kFull };
+// model.rope_scaling.type: RoPE frequencies as trained, or stretched for a longer
+// context as Llama 3.1 ("llama3") or YaRN ("yarn") define it (model/rope.h).
+enum class RopeScalingType { kNone, kLlama3, kYarn };
 // moe.gate: the k selected scores normalised to sum to 1, or as they are (model/router.h).
 enum class Gate { kTopkSoftmax, kFullSoftmax };
 // moe.score: router scores as a softmax over experts, or a sigmoid each (DeepSeek-V3).
@@ -59,6 +62,12 @@ template <>
 struct ChoiceNames<QkNorm> {
   static constexpr Named<QkNorm> names[] = {
       {QkNorm::kNone, "none"}, {QkNorm::kHead, "head"}, {QkNorm::kFull, "full"}};
+};
+template <>
+struct ChoiceNames<RopeScalingType> {
+  static constexpr Named<RopeScalingType> names[] = {{RopeScalingType::kNone, "none"},
+                                                     {RopeScalingType::kLlama3, "llama3"},
+                                                     {RopeScalingType::kYarn, "yarn"}};
 };
 template <>
 struct ChoiceNames<Gate> {

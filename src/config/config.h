@@ -12,6 +12,26 @@
 
 namespace moelab {
 
+// model.rope_scaling: RoPE's frequencies stretched for a context longer than
+// the one trained at (model/rope.h has the formulas). "llama3" reads factor,
+// original_seq_len and the two frequency factors; "yarn" reads factor,
+// original_seq_len, the betas, mscale, mscale_all_dim, attention_factor and
+// truncate. The names are transformers' rope_parameters keys, except
+// original_seq_len (original_max_position_embeddings).
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  double factor = 1.0;            // context stretch: wavelengths grow up to this
+  int64_t original_seq_len = 0;   // the context trained at before the stretch
+  double low_freq_factor = 1.0;   // llama3: wavelengths above original / this are divided by factor
+  double high_freq_factor = 4.0;  // llama3: below original / this they are kept
+  double beta_fast = 32.0;        // yarn: rotations over original_seq_len where the ramp ends
+  double beta_slow = 1.0;         //       and where it starts (interpolated below)
+  double mscale = 0.0;            // yarn: with mscale_all_dim (both > 0), the attention factor
+  double mscale_all_dim = 0.0;    //       is mscale(factor, mscale) / mscale(factor, all_dim)
+  double attention_factor = 0.0;  // yarn: cos and sin times this; 0 = from factor and mscales
+  bool truncate = true;           // yarn: the ramp's ends rounded out to whole dimensions
+};
+
 struct ModelConfig {
   int64_t vocab_size = 4096;  // must match the dataset's tokenizer
   int64_t d_model = 256;
@@ -21,16 +41,21 @@ struct ModelConfig {
   int64_t d_ff = 1024;     // dense SwiGLU hidden width
   int64_t seq_len = 256;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   double norm_eps = 1e-5;
   // RMSNorm on queries and keys before RoPE: none, per head (Qwen3, over each
   // head's dims) or full (OLMoE, over the whole projection).
   QkNorm qk_norm = QkNorm::kNone;
+  // model.head_dim: each head's width; 0 = d_model / n_heads. Set, the heads
+  // need not tile d_model (Qwen3: d_model 1024, 16 heads of 128).
+  int64_t explicit_head_dim = 0;
+  bool qkv_bias = false;  // trainable biases on the q, k, v projections (Qwen2)
   bool tie_embeddings = false;
   double init_std = 0.02;
   bool scaled_residual_init = true;  // output projections get std / sqrt(2 * n_layers)
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
-  int64_t head_dim() const { return d_model / n_heads; }
+  int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_heads; }
 };
 
 struct MoeConfig {
@@ -40,7 +65,10 @@ struct MoeConfig {
   int64_t d_expert = 512;
   std::vector<int64_t> expert_widths;  // heterogeneous experts: one width each ([] = d_expert)
   int64_t num_shared_experts = 0;
-  int64_t d_shared = 0;            // shared-expert width; 0 = num_shared_experts * d_expert
+  int64_t d_shared = 0;  // shared-expert width; 0 = num_shared_experts * d_expert
+  // The shared expert's output times sigmoid(x . w_g) per token (Qwen2-MoE),
+  // w_g [1, d_model] trained; x the FFN input the experts get.
+  bool shared_expert_gate = false;
   Gate gate = Gate::kTopkSoftmax;  // topk_softmax (Mixtral) or full_softmax
   Score score = Score::kSoftmax;   // softmax or sigmoid (DeepSeek-V3); router.h
   double route_scale = 1.0;        // gates times this (DeepSeek's routed_scaling_factor)

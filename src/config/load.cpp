@@ -166,6 +166,39 @@ void read_table_list(Config& cfg, TableList& list, const toml::node& node,
   }
 }
 
+// Whether the schema has keys in the table `name` ("model.rope_scaling").
+bool is_sub_table(const std::vector<Field>& fields, const std::string& name) {
+  for (const auto& f : fields)
+    if (f.table() == name) return true;
+  return false;
+}
+
+// The keys of `table`, the TOML table `name`, each checked by its Field; the
+// schema's sub-tables ([model.rope_scaling]) are read the same way.
+void read_keys(Config& cfg, std::vector<Field>& fields, std::vector<TableList>& lists,
+               const toml::table& table, const std::string& name, const std::string& source) {
+  for (auto&& [key, node] : table) {
+    const std::string full = name + "." + std::string(key.str());
+    const std::string key_at = where(key.source(), source);
+    if (TableList* list = find_list(lists, full)) {
+      read_table_list(cfg, *list, node, source);
+      continue;
+    }
+    if (is_sub_table(fields, full)) {
+      if (!node.is_table()) {
+        throw InputError(where(node.source(), source) + ": " + full + " = " + describe(node) +
+                         ": expected a table [" + full + "]");
+      }
+      read_keys(cfg, fields, lists, *node.as_table(), full, source);
+      continue;
+    }
+    Field* f = find_field(fields, full);
+    if (!f) throw InputError(key_at + ": " + unknown_key_message(full, fields));
+    assign(*f, node, where(node.source(), source));
+    cfg.origin[full] = key_at;
+  }
+}
+
 void read_table(Config& cfg, const toml::table& root, const std::string& source) {
   auto fields = schema(cfg);
   auto lists = table_lists(cfg);
@@ -182,25 +215,8 @@ void read_table(Config& cfg, const toml::table& root, const std::string& source)
       throw InputError(at + ": '" + section_name + "' = " + describe(section) +
                        ": expected a table [" + section_name + "]");
     }
-    for (auto&& [key, node] : *section.as_table()) {
-      const std::string full = section_name + "." + std::string(key.str());
-      const std::string key_at = where(key.source(), source);
-      if (TableList* list = find_list(lists, full)) {
-        read_table_list(cfg, *list, node, source);
-        continue;
-      }
-      Field* f = find_field(fields, full);
-      if (!f) throw InputError(key_at + ": " + unknown_key_message(full, fields));
-      assign(*f, node, where(node.source(), source));
-      cfg.origin[full] = key_at;
-    }
+    read_keys(cfg, fields, lists, *section.as_table(), section_name, source);
   }
-}
-
-// "file:3:5" for a key set in a file, "--set ..." for an override, "default" otherwise.
-std::string origin_of(const Config& cfg, const std::string& key) {
-  auto it = cfg.origin.find(key);
-  return it == cfg.origin.end() ? cfg.source + " (default)" : it->second;
 }
 
 // Throws for a broken cross-field rule, pointing at the first key named.
@@ -254,9 +270,82 @@ void validate_datasets(const Config& c) {
   require_named_dirs(c, "eval.sets", sets);
 }
 
-// The entry's key without its "section.list[i]." prefix.
-std::string entry_name(const Field& f) {
+// The key's last component: an entry's key without its "section.list[i]."
+// prefix, a sub-table's without its table's name.
+std::string leaf_name(const Field& f) {
   return f.key.substr(f.key.rfind('.') + 1);
+}
+
+// "key = value" with the value as the dump writes it.
+std::string setting(const Config& c, const std::string& key) {
+  Config copy = c;
+  for (const auto& f : schema(copy))
+    if (f.key == key) return key + " = " + f.value_string();
+  throw std::logic_error("setting: no key " + key);
+}
+
+void validate_heads(const Config& c) {
+  const auto& m = c.model;
+  if (m.explicit_head_dim > 0) {
+    require(m.head_dim() % 2 == 0, c, "model.head_dim",
+            kv("model.head_dim", m.head_dim()) + " must be even for RoPE");
+  } else {
+    require(m.d_model % m.n_heads == 0, c, "model.n_heads",
+            kv("model.n_heads", m.n_heads) + " must divide " + kv("model.d_model", m.d_model) +
+                " (or set model.head_dim)");
+    require(m.head_dim() % 2 == 0, c, "model.n_heads",
+            "head dimension d_model / n_heads = " + std::to_string(m.head_dim()) +
+                " must be even for RoPE");
+  }
+  require(m.n_kv_heads <= m.n_heads && m.n_heads % m.kv_heads() == 0, c, "model.n_kv_heads",
+          kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
+}
+
+// The [model.rope_scaling] keys each type reads, "type" aside.
+std::vector<std::string> rope_scaling_keys(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kLlama3:
+      return {"factor", "original_seq_len", "low_freq_factor", "high_freq_factor"};
+    case RopeScalingType::kYarn:
+      return {"factor", "original_seq_len", "beta_fast",        "beta_slow",
+              "mscale", "mscale_all_dim",   "attention_factor", "truncate"};
+    case RopeScalingType::kNone:
+      break;
+  }
+  return {};
+}
+
+// Each key the type reads holds a usable value, and every other key its
+// default: a value the type would ignore is refused, not dropped.
+void validate_rope_scaling(const Config& c) {
+  const RopeScaling& r = c.model.rope_scaling;
+  const std::string type = setting(c, "model.rope_scaling.type");
+  const auto used = rope_scaling_keys(r.type);
+  Config copy = c, defaults;
+  const auto fields = schema(copy), default_fields = schema(defaults);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const std::string name = leaf_name(fields[i]);
+    if (fields[i].table() != "model.rope_scaling" || name == "type") continue;
+    const bool is_default = fields[i].value_string() == default_fields[i].value_string();
+    require(is_default || std::find(used.begin(), used.end(), name) != used.end(), c, fields[i].key,
+            setting(c, fields[i].key) + " does not apply to " + type);
+  }
+  if (r.type == RopeScalingType::kNone) return;
+  require(r.original_seq_len >= 1, c, "model.rope_scaling.type",
+          type + " needs model.rope_scaling.original_seq_len >= 1 (the context trained at)");
+  if (r.type == RopeScalingType::kLlama3) {
+    require(r.high_freq_factor > r.low_freq_factor, c, "model.rope_scaling.high_freq_factor",
+            setting(c, "model.rope_scaling.high_freq_factor") + " must be > " +
+                setting(c, "model.rope_scaling.low_freq_factor"));
+    return;
+  }
+  require(r.beta_fast >= r.beta_slow, c, "model.rope_scaling.beta_fast",
+          setting(c, "model.rope_scaling.beta_fast") +
+              " must be >= " + setting(c, "model.rope_scaling.beta_slow"));
+  require((r.mscale > 0) == (r.mscale_all_dim > 0), c,
+          r.mscale > 0 ? "model.rope_scaling.mscale" : "model.rope_scaling.mscale_all_dim",
+          "model.rope_scaling.mscale and mscale_all_dim set the attention factor together: set "
+          "both or neither");
 }
 
 // [[key]] tables, one per entry; with none, the keys of a default entry as
@@ -265,15 +354,31 @@ void write_table_list(const TableList& list, std::ostream& os) {
   if (list.size() == 0) {
     os << "# [[" << list.key << "]]: " << list.help << "\n";
     for (const auto& f : list.entry(0))
-      os << "# " << entry_name(f) << " = " << f.value_string() << "\n";
+      os << "# " << leaf_name(f) << " = " << f.value_string() << "\n";
   }
   for (size_t i = 0; i < list.size(); ++i) {
     os << "[[" << list.key << "]]\n";
-    for (const auto& f : list.entry(i)) os << entry_name(f) << " = " << f.value_string() << "\n";
+    for (const auto& f : list.entry(i)) os << leaf_name(f) << " = " << f.value_string() << "\n";
+  }
+}
+
+// The section's sub-tables ([model.rope_scaling]), each under its own header.
+void write_sub_tables(const std::vector<Field>& fields, const std::string& section,
+                      std::ostream& os) {
+  std::string open;
+  for (const auto& f : fields) {
+    if (f.section() != section || f.table() == section) continue;
+    if (f.table() != open) os << "[" << (open = f.table()) << "]\n";
+    os << leaf_name(f) << " = " << f.value_string() << "\n";
   }
 }
 
 }  // namespace
+
+std::string origin_of(const Config& cfg, const std::string& key) {
+  auto it = cfg.origin.find(key);
+  return it == cfg.origin.end() ? cfg.source + " (default)" : it->second;
+}
 
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
   std::string best;
@@ -361,13 +466,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 void validate(const Config& c, int world_size) {
   const auto& m = c.model;
   const auto& e = c.moe;
-  require(m.d_model % m.n_heads == 0, c, "model.n_heads",
-          kv("model.n_heads", m.n_heads) + " must divide " + kv("model.d_model", m.d_model));
-  require(m.head_dim() % 2 == 0, c, "model.n_heads",
-          "head dimension d_model / n_heads = " + std::to_string(m.head_dim()) +
-              " must be even for RoPE");
-  require(m.n_kv_heads <= m.n_heads && m.n_heads % m.kv_heads() == 0, c, "model.n_kv_heads",
-          kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
+  validate_heads(c);
+  validate_rope_scaling(c);
   if (e.enabled) {
     require(c.moe_layers() > 0, c,
             e.first_dense_layers >= m.n_layers ? "moe.first_dense_layers" : "moe.layer_interval",
@@ -379,6 +479,9 @@ void validate(const Config& c, int world_size) {
     require(
         e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
         kv("parallel.ep", c.parallel.ep) + " must divide " + kv("moe.num_experts", e.num_experts));
+    require(!e.shared_expert_gate || e.shared_width() > 0, c, "moe.shared_expert_gate",
+            "moe.shared_expert_gate = true needs a shared expert (moe.num_shared_experts or "
+            "moe.d_shared > 0)");
     require(e.expert_widths.empty() || int64_t(e.expert_widths.size()) == e.num_experts, c,
             "moe.expert_widths",
             "moe.expert_widths lists " + std::to_string(e.expert_widths.size()) + " widths for " +
@@ -439,9 +542,10 @@ std::string to_toml(const Config& cfg) {
   for (const auto& section : schema_sections()) {
     os << (os.tellp() > 0 ? "\n" : "") << "[" << section << "]\n";
     for (const auto& f : fields)
-      if (f.section() == section) os << f.name() << " = " << f.value_string() << "\n";
+      if (f.table() == section) os << f.name() << " = " << f.value_string() << "\n";
     for (const auto& list : lists)
       if (list.section() == section) write_table_list(list, os);
+    write_sub_tables(fields, section, os);
   }
   return os.str();
 }

@@ -29,6 +29,10 @@ void validate(const Config& cfg, int world_size = 0);
 // The fully resolved config as TOML that parse_config reads back to the same values.
 std::string to_toml(const Config& cfg);
 
+// Where `key` got its value: "file:3:5" for a key set in a file, "--set ..."
+// for an override, "<source> (default)" otherwise.
+std::string origin_of(const Config& cfg, const std::string& key);
+
 // The key in `candidates` closest to `key` by edit distance, or "" if none is close.
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
 

@@ -17,7 +17,8 @@ ParamCounts count_params(const Config& cfg) {
   ParamCounts c;
   c.embedding = m.vocab_size * d;
   c.head = m.tie_embeddings ? 0 : m.vocab_size * d;
-  c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d);
+  const int64_t qkv_biases = m.qkv_bias ? q_width + 2 * kv_width : 0;
+  c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d + qkv_biases);
   c.norms = (2 * layers + 1) * d;
   if (m.qk_norm == QkNorm::kHead) c.norms += layers * 2 * m.head_dim();
   if (m.qk_norm == QkNorm::kFull) c.norms += layers * (q_width + kv_width);
@@ -33,7 +34,8 @@ ParamCounts count_params(const Config& cfg) {
     // routing (top_k times the mean width), rounded to whole units.
     c.experts_active = moe_layers * swiglu_per_width *
                        ((moe.top_k * widths + moe.num_experts / 2) / moe.num_experts);
-    c.shared_experts = moe_layers * swiglu_per_width * moe.shared_width();
+    const int64_t gate = moe.shared_expert_gate && moe.shared_width() > 0 ? d : 0;
+    c.shared_experts = moe_layers * (swiglu_per_width * moe.shared_width() + gate);
   }
   c.dense_ffn = (layers - moe_layers) * swiglu_per_width * m.d_ff;
   const int64_t always =
@@ -91,7 +93,10 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
                    [](Config& c, int64_t w) { c.model.d_ff = w; });
   }
   if (knob == "d_model") {
-    const int64_t step = std::lcm(2 * base.model.n_heads, base.model.kv_heads());
+    // An explicit head_dim stays: the heads keep their width, so any d_model fits.
+    const int64_t step = base.model.explicit_head_dim > 0
+                             ? 1
+                             : std::lcm(2 * base.model.n_heads, base.model.kv_heads());
     // total grows at least linearly in d_model (embedding), so the search is bounded.
     int64_t hi = step;
     Config probe = base;
@@ -122,6 +127,7 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
   moe.moe.top_k = top_k;
   moe.moe.num_shared_experts = 0;
   moe.moe.d_shared = 0;
+  moe.moe.shared_expert_gate = false;
   moe.moe.expert_widths.clear();
   moe.parallel.ep = 1;
   moe.moe.d_expert = 0;
@@ -143,7 +149,9 @@ double model_flops_per_token(const Config& cfg) {
   const double head_matmul = static_cast<double>(cfg.model.vocab_size) * cfg.model.d_model;
   const double non_embedding_active =
       static_cast<double>(counts.active - counts.embedding - counts.head) + head_matmul;
-  const double attention_scores = 12.0 * cfg.model.n_layers * cfg.model.seq_len * cfg.model.d_model;
+  const auto& m = cfg.model;
+  const double attention_scores =
+      12.0 * m.n_layers * m.seq_len * static_cast<double>(m.n_heads * m.head_dim());
   return 6.0 * non_embedding_active + attention_scores;
 }
 

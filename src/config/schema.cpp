@@ -198,24 +198,55 @@ std::vector<std::string> schema_sections() {
 
 namespace {
 
-std::vector<Field> model_fields(ModelConfig& m) {
+// [model.rope_scaling]: which keys each type reads is validate()'s concern (load.cpp).
+std::vector<Field> rope_scaling_fields(RopeScaling& r) {
+  const std::string at = "model.rope_scaling.";
   return {
+      choice(at + "type", &r.type, "RoPE frequency scaling for a longer context"),
+      real(at + "factor", &r.factor, 1.0, false, "how many times the trained context"),
+      integer(at + "original_seq_len", &r.original_seq_len, 0,
+              "the context trained at (transformers' original_max_position_embeddings)"),
+      real(at + "low_freq_factor", &r.low_freq_factor, 0, true,
+           "llama3: wavelengths above original_seq_len / this are divided by factor"),
+      real(at + "high_freq_factor", &r.high_freq_factor, 0, true,
+           "llama3: wavelengths below original_seq_len / this are kept"),
+      real(at + "beta_fast", &r.beta_fast, 0, true,
+           "yarn: rotations within original_seq_len above which frequencies are kept"),
+      real(at + "beta_slow", &r.beta_slow, 0, true,
+           "yarn: rotations below which frequencies are divided by factor"),
+      real(at + "mscale", &r.mscale, 0, false,
+           "yarn: with mscale_all_dim, sets the attention factor (0 = unset)"),
+      real(at + "mscale_all_dim", &r.mscale_all_dim, 0, false,
+           "yarn: with mscale, sets the attention factor (0 = unset)"),
+      real(at + "attention_factor", &r.attention_factor, 0, false,
+           "yarn: cos and sin times this (0 = 0.1 ln(factor) + 1, or from the mscales)"),
+      flag(at + "truncate", &r.truncate, "yarn: round the ramp's ends out to whole dimensions"),
+  };
+}
+
+std::vector<Field> model_fields(ModelConfig& m) {
+  std::vector<Field> fields = {
       integer("model.vocab_size", &m.vocab_size, 2, "tokens in the vocabulary (the dataset's)"),
       integer("model.d_model", &m.d_model, 1, "residual stream width"),
       integer("model.n_layers", &m.n_layers, 1, "transformer blocks"),
       integer("model.n_heads", &m.n_heads, 1, "attention heads"),
       integer("model.n_kv_heads", &m.n_kv_heads, 0, "key/value heads (0 = n_heads)"),
+      integer("model.head_dim", &m.explicit_head_dim, 0,
+              "width of each head (0 = d_model / n_heads)"),
       integer("model.d_ff", &m.d_ff, 1, "dense SwiGLU hidden width"),
       integer("model.seq_len", &m.seq_len, 1, "context length in tokens"),
       real("model.rope_theta", &m.rope_theta, 0, true, "RoPE base"),
       real("model.norm_eps", &m.norm_eps, 0, true, "RMSNorm epsilon"),
       choice("model.qk_norm", &m.qk_norm,
              "RMSNorm on queries and keys before RoPE: per head (Qwen3) or whole (OLMoE)"),
+      flag("model.qkv_bias", &m.qkv_bias, "trainable biases on the q, k, v projections (Qwen2)"),
       flag("model.tie_embeddings", &m.tie_embeddings, "share embedding and output head"),
       real("model.init_std", &m.init_std, 0, true, "std of the normal initialisation"),
       flag("model.scaled_residual_init", &m.scaled_residual_init,
            "residual output projections use init_std / sqrt(2 n_layers)"),
   };
+  for (auto& f : rope_scaling_fields(m.rope_scaling)) fields.push_back(std::move(f));
+  return fields;
 }
 
 std::vector<Field> moe_fields(MoeConfig& e) {
@@ -229,6 +260,8 @@ std::vector<Field> moe_fields(MoeConfig& e) {
       integer("moe.num_shared_experts", &e.num_shared_experts, 0, "always-on experts"),
       integer("moe.d_shared", &e.d_shared, 0,
               "shared-expert width (0 = num_shared_experts * d_expert)"),
+      flag("moe.shared_expert_gate", &e.shared_expert_gate,
+           "the shared expert's output times sigmoid(x . w_g), w_g trained (Qwen2-MoE)"),
       integer("moe.first_dense_layers", &e.first_dense_layers, 0,
               "the first layers keep a dense FFN (DeepSeek's first_k_dense_replace)"),
       integer("moe.layer_interval", &e.layer_interval, 1,

@@ -41,6 +41,9 @@ struct Field {
 
   std::string section() const { return key.substr(0, key.find('.')); }
   std::string name() const { return key.substr(key.find('.') + 1); }
+  // The TOML table the key sits in: "model.rope_scaling" for
+  // "model.rope_scaling.type", the section for a key of the section itself.
+  std::string table() const { return key.substr(0, key.rfind('.')); }
   // "an integer >= 1", "one of \"fp32\", \"bf16\"", ...: what the key accepts.
   std::string allowed() const;
   // Empty when the current value is allowed, else what is wrong with it.

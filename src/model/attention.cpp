@@ -57,12 +57,17 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
     : n_heads_(cfg.n_heads),
       n_kv_heads_(cfg.kv_heads()),
       head_dim_(cfg.head_dim()),
-      rope_(make_rope_tables(cfg.seq_len, cfg.head_dim(), cfg.rope_theta)) {
+      rope_(make_rope_tables(cfg.seq_len, cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling)) {
   const int64_t d = cfg.d_model;
   wq = register_parameter("wq", torch::empty({n_heads_ * head_dim_, d}));
   wk = register_parameter("wk", torch::empty({n_kv_heads_ * head_dim_, d}));
   wv = register_parameter("wv", torch::empty({n_kv_heads_ * head_dim_, d}));
   wo = register_parameter("wo", torch::empty({d, n_heads_ * head_dim_}));
+  if (cfg.qkv_bias) {
+    bq = register_parameter("bq", torch::empty({n_heads_ * head_dim_}));
+    bk = register_parameter("bk", torch::empty({n_kv_heads_ * head_dim_}));
+    bv = register_parameter("bv", torch::empty({n_kv_heads_ * head_dim_}));
+  }
   if (cfg.qk_norm != QkNorm::kNone) {
     norm_per_head_ = cfg.qk_norm == QkNorm::kHead;
     const int64_t q_dim = norm_per_head_ ? head_dim_ : n_heads_ * head_dim_;
@@ -75,8 +80,10 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0), seq = x.size(1);
   const int64_t q_width = n_heads_ * head_dim_, kv_width = n_kv_heads_ * head_dim_;
-  // One matmul for q, k and v: the weight concat is tiny next to the activations.
-  const auto qkv = project(x, torch::cat({wq, wk, wv}, 0));
+  // One matmul for q, k and v (the biases its additive input): the concats are
+  // tiny next to the activations.
+  const auto w_qkv = torch::cat({wq, wk, wv}, 0);
+  const auto qkv = bq.defined() ? project(x, w_qkv, torch::cat({bq, bk, bv})) : project(x, w_qkv);
   // One split, not a narrow each: a narrow's backward writes a zero gradient
   // the width of all three and adds into it.
   const auto parts = qkv.split_with_sizes({q_width, kv_width, kv_width}, -1);

@@ -1,6 +1,9 @@
 // Causal multi-head self-attention with RoPE and optional grouped-query heads
 // (n_kv_heads < n_heads: each key/value head serves n_heads / n_kv_heads query
-// heads), and optional QK-norm (model.qk_norm). No biases.
+// heads), optional QK-norm (model.qk_norm) and optional q, k, v biases
+// (model.qkv_bias); the output projection has none. Heads are
+// model.head_dim wide, so the projections are [n_heads * head_dim, d_model]
+// and need not be square.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,6 +21,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor wq, wk, wv, wo;  // [out, in]
+  torch::Tensor bq, bk, bv;      // [out] with model.qkv_bias, else undefined
   // model.qk_norm: over head_dim ("head") or over the whole projection ("full").
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 

@@ -9,6 +9,10 @@ torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w) {
   return torch::matmul(x, w.to(x.scalar_type()).t());
 }
 
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return torch::linear(x, w.to(x.scalar_type()), b.to(x.scalar_type()));
+}
+
 void init_normal_keyed(torch::Tensor& w, int64_t seed, const std::string& name, double std) {
   const uint64_t key = XXH64(name.data(), name.size(), static_cast<uint64_t>(seed));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(key);

@@ -11,6 +11,8 @@ namespace moelab {
 
 // x @ w^T with w cast to x's dtype; the cast's backward hands w an fp32 grad.
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w);
+// x @ w^T + b in one GEMM (the bias its additive input), w and b cast to x's dtype.
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // Draws w [out, in] from normal(0, std) on a generator seeded by hash(seed, name),
 // so a parameter's values depend only on its name, never on which rank builds it.

@@ -1,7 +1,7 @@
 #include "model/moe_layer.h"
 
 #include "model/activation_checkpoint.h"
-
+#include "model/compute.h"
 #include "model/phase_timer.h"
 
 namespace moelab {
@@ -23,6 +23,9 @@ MoeLayerImpl::MoeLayerImpl(int64_t d, const MoeConfig& moe,
   experts = register_module("experts", Experts(d, widths, ids));
   if (moe.shared_width() > 0) {
     shared = register_module("shared", SwiGLU(d, moe.shared_width()));
+    if (moe.shared_expert_gate) {
+      shared_gate = register_parameter("shared_gate", torch::empty({1, d}));
+    }
   }
 }
 
@@ -85,7 +88,12 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   }
   if (shared) {
     PhaseScope phase(Phase::kExperts);
-    out.y = out.y + shared->forward(x_compute);
+    auto shared_out = shared->forward(x_compute);
+    // The gate's logit from the master-dtype input, as the router's.
+    if (shared_gate.defined()) {
+      shared_out = shared_out * torch::sigmoid(project(x, shared_gate)).to(compute_dtype);
+    }
+    out.y = out.y + shared_out;
   }
 
   PhaseScope phase(Phase::kRoute);

@@ -1,6 +1,7 @@
 // Mixture-of-experts FFN: route -> dispatch -> experts -> combine -> weight by
 // gates, sum over the k slots; plus one always-on SwiGLU of width
-// moe.shared_width() (the shared experts).
+// moe.shared_width() (the shared experts), with moe.shared_expert_gate
+// weighted per token by sigmoid(x . w_g) (Qwen2-MoE).
 //
 // Auxiliary losses (per layer; the model sums them over MoE layers):
 //   load balancing, by moe.balance:
@@ -70,7 +71,8 @@ class MoeLayerImpl : public torch::nn::Module {
 
   Router router{nullptr};
   Experts experts{nullptr};
-  SwiGLU shared{nullptr};  // all shared experts as one SwiGLU of width moe.shared_width()
+  SwiGLU shared{nullptr};     // all shared experts as one SwiGLU of width moe.shared_width()
+  torch::Tensor shared_gate;  // w_g [1, d] with moe.shared_expert_gate, else undefined
 
  private:
   torch::Tensor sequence_balance_loss(const RouterOutput& route, int64_t seq_len) const;

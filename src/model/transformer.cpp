@@ -19,6 +19,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The q/k/v biases and the shared expert's gate: zero, so a bias starts as
+// none and the gate at sigmoid(0) = 1/2 on every token.
+bool starts_at_zero(const std::string& name) {
+  for (const char* suffix : {".attn.bq", ".attn.bk", ".attn.bv", ".moe.shared_gate"}) {
+    if (ends_with(name, suffix)) return true;
+  }
+  return false;
+}
+
 using Piece = std::function<torch::Tensor(const torch::Tensor&, ModelOutput&)>;
 
 // piece(x, out) with its activations recomputed in backward (model/
@@ -160,6 +169,8 @@ void TransformerImpl::reset_parameters(int64_t seed) {
     auto& p = item.value();
     if (ends_with(name, "norm.weight")) {
       p.fill_(1.0);
+    } else if (starts_at_zero(name)) {
+      p.zero_();
     } else if (ends_with(name, ".wo") || ends_with(name, ".w2")) {
       init_normal_keyed(p, seed, name, out_std);
     } else {

@@ -11,7 +11,10 @@
 // generator seeded by hash(seed, name), each expert's rows of the stacks by
 // their checkpoint name (names carry the layer and the global expert id); output projections
 // (attention wo, FFN/expert w2) use init_std / sqrt(2 * n_layers) when scaled_residual_init;
-// RMSNorm weights are 1.
+// RMSNorm weights are 1; the q/k/v biases (model.qkv_bias) are 0, and so is the
+// shared expert's gate w_g (moe.shared_expert_gate), which thus starts at
+// sigmoid(0) = 1/2 on every token (transformers draws Qwen2-MoE's from
+// normal(0, initializer_range): about 1/2 with per-token noise).
 #pragma once
 
 #include <torch/torch.h>

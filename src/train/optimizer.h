@@ -26,8 +26,9 @@ class FusedAdamW : public torch::optim::AdamW {
 };
 
 // A FusedAdamW with two parameter groups: tensors with dim >= 2 (matrices,
-// embeddings, experts) get cfg.weight_decay; vectors (norm gains) get none, as
-// decaying them toward zero only fights the normalisation.
+// embeddings, experts, the router and the shared-expert gate w_g [1, d]) get
+// cfg.weight_decay; vectors (norm gains, q/k/v biases) get none, as decaying
+// them toward zero only fights the normalisation or shifts the activations.
 std::unique_ptr<torch::optim::AdamW> make_adamw(const NamedParams& named_params,
                                                 const OptimConfig& cfg);
 // The same with the two groups given: tensors that are slices of parameters

@@ -10,6 +10,7 @@
 #include "checkpoint/stacked_tensors.h"
 #include "checkpoint/tensor_file.h"
 #include "config/load.h"
+#include "config/schema.h"
 #include "util/error.h"
 #include "util/version.h"
 
@@ -53,6 +54,32 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir) {
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(dir + "/meta.json: incomplete checkpoint metadata (" + e.what() + ")");
+  }
+}
+
+// A resumed run computes what the saved one did: its [model] keys equal the
+// checkpoint's, RoPE's above all, which shape no tensor the load would check.
+// Only the initialisation's keys and the window (seq_len) may differ.
+void require_same_model(const Config& cfg, const nlohmann::json& meta, const std::string& dir) {
+  if (!meta.contains("config") || !meta["config"].is_string()) {
+    throw InputError(dir + "/meta.json: no \"config\" entry; not a moelab run checkpoint");
+  }
+  Config saved = parse_config(meta["config"].get<std::string>(), dir + "/meta.json");
+  Config run = cfg;
+  const auto saved_fields = schema(saved), run_fields = schema(run);
+  for (size_t i = 0; i < run_fields.size(); ++i) {
+    const std::string& key = run_fields[i].key;
+    if (run_fields[i].section() != "model" || key == "model.init_std" ||
+        key == "model.scaled_residual_init" || key == "model.seq_len") {
+      continue;
+    }
+    const std::string value = run_fields[i].value_string(), was = saved_fields[i].value_string();
+    if (value != was) {
+      throw InputError(origin_of(cfg, key) + ": " + key + " = " + value + ", but " + dir +
+                       " was saved with " + was +
+                       "; a resumed run keeps its model (train.init_from starts a new run from "
+                       "a checkpoint's weights)");
+    }
   }
 }
 
@@ -129,6 +156,7 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Parall
                      ": holds model weights only (written by moelab upcycle or convert), not a "
                      "run to resume; start a run from it with train.init_from");
   }
+  require_same_model(cfg, ckpt->meta, ckpt->dir);
   TrainState state = state_of(ckpt->meta, ckpt->dir);
   // Every step consumes batch_seqs windows of seq_len tokens.
   if (state.loader.samples < 0) state.loader.samples = state.tokens / cfg.model.seq_len;

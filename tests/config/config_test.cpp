@@ -84,6 +84,58 @@ TEST(Config, DefaultsAreDataDirAloneAndListTheTableKeys) {
   }
 }
 
+// The options published checkpoints need (Qwen3's head_dim, Qwen2's biases
+// and shared-expert gate, Llama 3.1's and YaRN's RoPE scaling): read from a
+// [model.rope_scaling] table or dotted keys, from --set, and dumped back.
+TEST(Config, ReadsHeadDimBiasesGateAndRopeScaling) {
+  const Config cfg = parse_config(
+      "[model]\nhead_dim = 128\nqkv_bias = true\n[model.rope_scaling]\ntype = \"yarn\"\n"
+      "factor = 4\noriginal_seq_len = 4096\nbeta_fast = 16\nmscale = 0.707\n"
+      "mscale_all_dim = 0.707\ntruncate = false\n"
+      "[moe]\nenabled = true\nnum_shared_experts = 1\nshared_expert_gate = true\n",
+      "qwen.toml");
+  EXPECT_EQ(cfg.model.head_dim(), 128);
+  EXPECT_EQ(cfg.model.d_model, 256);  // the heads need not tile it
+  EXPECT_TRUE(cfg.model.qkv_bias);
+  EXPECT_TRUE(cfg.moe.shared_expert_gate);
+  const RopeScaling& r = cfg.model.rope_scaling;
+  EXPECT_EQ(r.type, RopeScalingType::kYarn);
+  EXPECT_DOUBLE_EQ(r.factor, 4.0);
+  EXPECT_EQ(r.original_seq_len, 4096);
+  EXPECT_DOUBLE_EQ(r.beta_fast, 16.0);
+  EXPECT_DOUBLE_EQ(r.beta_slow, 1.0);  // the default
+  EXPECT_DOUBLE_EQ(r.mscale, 0.707);
+  EXPECT_FALSE(r.truncate);
+  EXPECT_EQ(cfg.origin.at("model.rope_scaling.factor"), "qwen.toml:6:1");
+  const std::string dump = to_toml(cfg);
+  EXPECT_NE(dump.find("[model.rope_scaling]\ntype = \"yarn\"\nfactor = 4.0\n"), std::string::npos)
+      << dump;
+  EXPECT_EQ(to_toml(parse_config(dump, "dump.toml")), dump);
+
+  const Config dotted = parse_config(
+      "[model]\nrope_scaling.type = \"llama3\"\nrope_scaling.original_seq_len = 8192\n",
+      "dotted.toml", {"model.rope_scaling.factor=32"});
+  EXPECT_EQ(dotted.model.rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(dotted.model.rope_scaling.factor, 32.0);
+  EXPECT_EQ(dotted.origin.at("model.rope_scaling.factor"), "--set model.rope_scaling.factor=32");
+}
+
+TEST(Config, DefaultsListTheNewModelKeys) {
+  const Config cfg;
+  EXPECT_EQ(cfg.model.head_dim(), 64);  // d_model 256 / 4 heads
+  EXPECT_FALSE(cfg.model.qkv_bias);
+  EXPECT_FALSE(cfg.moe.shared_expert_gate);
+  EXPECT_EQ(cfg.model.rope_scaling.type, RopeScalingType::kNone);
+  const std::string dump = to_toml(cfg);
+  for (const char* line :
+       {"\nhead_dim = 0\n", "\nqkv_bias = false\n", "\nshared_expert_gate = false\n",
+        "\n[model.rope_scaling]\ntype = \"none\"\nfactor = 1.0\noriginal_seq_len = 0\n"
+        "low_freq_factor = 1.0\nhigh_freq_factor = 4.0\nbeta_fast = 32.0\nbeta_slow = 1.0\n"
+        "mscale = 0.0\nmscale_all_dim = 0.0\nattention_factor = 0.0\ntruncate = true\n\n[moe]"}) {
+    EXPECT_NE(dump.find(line), std::string::npos) << line << " in\n" << dump;
+  }
+}
+
 TEST(Config, ReadsTypedValuesAndRecordsOrigins) {
   Config cfg = parse_config(
       "[model]\nd_model = 128\nrope_theta = 500000\n[moe]\nenabled = true\ngate = "
@@ -139,8 +191,12 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                                (section == "train" ? "" : "[train]\ndevice = \"cuda\"\n");
     for (const std::string& name : choice->names) {
       const std::string quoted = "\"" + name + "\"";
+      // A RoPE scaling needs the context it stretches.
+      const std::string needs = f.key == "model.rope_scaling.type" && name != "none"
+                                    ? "rope_scaling.original_seq_len = 64\n"
+                                    : "";
       const Config from_file = parse_config(
-          others + "[" + section + "]\n" + f.name() + " = " + quoted + "\n", "choice.toml");
+          others + "[" + section + "]\n" + f.name() + " = " + quoted + "\n" + needs, "choice.toml");
       EXPECT_EQ(dumped_value(from_file, f.key), quoted) << f.key;
       Config from_set;
       apply_override(from_set, f.key + "=" + name);
@@ -156,7 +212,7 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                 "--set " + f.key + "=bogus: " + f.key + " = \"bogus\": expected " + f.allowed());
     }
   }
-  EXPECT_EQ(choice_keys, 15);
+  EXPECT_EQ(choice_keys, 16);
 }
 
 TEST(Config, DidYouMean) {
@@ -285,12 +341,125 @@ const BadCase kBadCases[] = {
      "[model]\nd_model = 100\nn_heads = 3\n",
      {},
      0,
-     "bad.toml:3:1: model.n_heads = 3 must divide model.d_model = 100"},
+     "bad.toml:3:1: model.n_heads = 3 must divide model.d_model = 100 (or set model.head_dim)"},
     {"odd_head_dim",
      "[model]\nd_model = 12\nn_heads = 4\n",
      {},
      0,
      "bad.toml:3:1: head dimension d_model / n_heads = 3 must be even for RoPE"},
+    {"odd_explicit_head_dim",
+     "[model]\nhead_dim = 7\n",
+     {},
+     0,
+     "bad.toml:2:1: model.head_dim = 7 must be even for RoPE"},
+    {"negative_head_dim",
+     "[model]\nhead_dim = -2\n",
+     {},
+     0,
+     "bad.toml:2:12: model.head_dim = -2: expected an integer >= 0"},
+    {"qkv_bias_not_a_flag",
+     "[model]\nqkv_bias = 1\n",
+     {},
+     0,
+     "bad.toml:2:12: model.qkv_bias = integer 1: expected true or false"},
+    {"shared_expert_gate_without_shared_expert",
+     "[moe]\nenabled = true\nshared_expert_gate = true\n",
+     {},
+     0,
+     "bad.toml:3:1: moe.shared_expert_gate = true needs a shared expert (moe.num_shared_experts "
+     "or moe.d_shared > 0)"},
+    {"rope_scaling_unknown_type",
+     "[model.rope_scaling]\ntype = \"linear\"\n",
+     {},
+     0,
+     "bad.toml:2:8: model.rope_scaling.type = \"linear\": expected one of \"none\", \"llama3\", "
+     "\"yarn\""},
+    {"rope_scaling_unknown_key",
+     "[model.rope_scaling]\nfactr = 2\n",
+     {},
+     0,
+     "bad.toml:2:1: unknown key 'model.rope_scaling.factr'; did you mean "
+     "'model.rope_scaling.factor'?"},
+    {"rope_scaling_not_a_table",
+     "[model]\nrope_scaling = \"llama3\"\n",
+     {},
+     0,
+     "bad.toml:2:16: model.rope_scaling = string 'llama3': expected a table [model.rope_scaling]"},
+    {"rope_scaling_factor_below_one",
+     "[model.rope_scaling]\nfactor = 0.5\n",
+     {},
+     0,
+     "bad.toml:2:10: model.rope_scaling.factor = 0.5: expected a number >= 1.0"},
+    {"rope_scaling_key_without_a_type",
+     "[model.rope_scaling]\nfactor = 8\n",
+     {},
+     0,
+     "bad.toml:2:1: model.rope_scaling.factor = 8.0 does not apply to model.rope_scaling.type = "
+     "\"none\""},
+    {"llama3_without_its_original_context",
+     "[model.rope_scaling]\ntype = \"llama3\"\nfactor = 8\n",
+     {},
+     0,
+     "bad.toml:2:1: model.rope_scaling.type = \"llama3\" needs model.rope_scaling.original_seq_len "
+     ">= 1 (the context trained at)"},
+    {"llama3_key_given_to_yarn",
+     "[model.rope_scaling]\ntype = \"yarn\"\noriginal_seq_len = 64\nlow_freq_factor = 2\n",
+     {},
+     0,
+     "bad.toml:4:1: model.rope_scaling.low_freq_factor = 2.0 does not apply to "
+     "model.rope_scaling.type = \"yarn\""},
+    {"yarn_key_given_to_llama3",
+     "[model.rope_scaling]\ntype = \"llama3\"\noriginal_seq_len = 64\ntruncate = false\n",
+     {},
+     0,
+     "bad.toml:4:1: model.rope_scaling.truncate = false does not apply to "
+     "model.rope_scaling.type = \"llama3\""},
+    {"llama3_frequency_factors_reversed",
+     "[model.rope_scaling]\ntype = \"llama3\"\noriginal_seq_len = 64\nlow_freq_factor = 4\n"
+     "high_freq_factor = 2\n",
+     {},
+     0,
+     "bad.toml:5:1: model.rope_scaling.high_freq_factor = 2.0 must be > "
+     "model.rope_scaling.low_freq_factor = 4.0"},
+    {"yarn_betas_reversed",
+     "[model.rope_scaling]\ntype = \"yarn\"\noriginal_seq_len = 64\nbeta_fast = 1\n"
+     "beta_slow = 32\n",
+     {},
+     0,
+     "bad.toml:4:1: model.rope_scaling.beta_fast = 1.0 must be >= model.rope_scaling.beta_slow = "
+     "32.0"},
+    {"yarn_beta_zero",
+     "[model.rope_scaling]\nbeta_slow = 0\n",
+     {},
+     0,
+     "bad.toml:2:13: model.rope_scaling.beta_slow = 0.0: expected a number > 0.0"},
+    {"yarn_mscale_alone",
+     "[model.rope_scaling]\ntype = \"yarn\"\noriginal_seq_len = 64\nmscale = 0.707\n",
+     {},
+     0,
+     "bad.toml:4:1: model.rope_scaling.mscale and mscale_all_dim set the attention factor "
+     "together: set both or neither"},
+    {"yarn_negative_attention_factor",
+     "[model.rope_scaling]\nattention_factor = -1\n",
+     {},
+     0,
+     "bad.toml:2:20: model.rope_scaling.attention_factor = -1.0: expected a number >= 0.0"},
+    {"rope_scaling_negative_original_context",
+     "[model.rope_scaling]\noriginal_seq_len = -5\n",
+     {},
+     0,
+     "bad.toml:2:20: model.rope_scaling.original_seq_len = -5: expected an integer >= 0"},
+    {"rope_scaling_low_freq_factor_zero",
+     "[model.rope_scaling]\nlow_freq_factor = 0\n",
+     {},
+     0,
+     "bad.toml:2:19: model.rope_scaling.low_freq_factor = 0.0: expected a number > 0.0"},
+    {"rope_scaling_override_unknown_type",
+     "[model]\n",
+     {"model.rope_scaling.type=ntk"},
+     0,
+     "--set model.rope_scaling.type=ntk: model.rope_scaling.type = \"ntk\": expected one of "
+     "\"none\", \"llama3\", \"yarn\""},
     {"kv_heads_do_not_divide",
      "[model]\nn_kv_heads = 3\n",
      {},
@@ -389,7 +558,8 @@ const BadCase kBadCases[] = {
      "[model]\n",
      {"model.n_heads=3"},
      0,
-     "--set model.n_heads=3: model.n_heads = 3 must divide model.d_model = 256"},
+     "--set model.n_heads=3: model.n_heads = 3 must divide model.d_model = 256 (or set "
+     "model.head_dim)"},
     {"source_negative_weight",
      "[[data.sources]]\ndir = \"a\"\nweight = -1\n",
      {},

@@ -24,6 +24,11 @@ TEST(Mfu, DenseFlopsPerTokenByHand) {
   // Tying removes parameters, not the head matmul.
   cfg.model.tie_embeddings = true;
   EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + attention);
+  // Heads of their own width (2 x 16 on d_model 8): q, k, v, o become 8 x 32,
+  // and the scores span n_heads * head_dim = 32, not d_model.
+  cfg.model.explicit_head_dim = 16;
+  const double wide_params = params + 2 * (4 * 8 * 32 - 256);
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * wide_params + 12.0 * 2 * 32 * 32);
 }
 
 TEST(Mfu, MoeCountsOnlyActiveExperts) {

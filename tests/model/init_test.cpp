@@ -88,6 +88,23 @@ TEST(Init, StdAndScaledResidualProjections) {
   EXPECT_FALSE(torch::equal(params["layers.0.attn.wq"], params["layers.1.attn.wq"]));
 }
 
+// A bias starts as none and the shared expert's gate at sigmoid(0) = 1/2.
+TEST(Init, BiasesAndTheSharedExpertGateStartAtZero) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.qkv_bias = true;
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
+  auto params = Transformer(model_settings(cfg))->named_weights();
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"layers.0.attn.bq", {16}},
+           {"layers.1.attn.bk", {8}},
+           {"layers.1.attn.bv", {8}},
+           {"layers.1.moe.shared_gate", {1, 16}}}) {
+    ASSERT_TRUE(params.contains(name)) << name;
+    EXPECT_TRUE(torch::equal(params[name], torch::zeros(shape))) << name;
+  }
+}
+
 TEST(Init, TiedHeadIsTheEmbedding) {
   Config cfg = testing::tiny_config(false);
   cfg.model.tie_embeddings = true;
@@ -98,6 +115,10 @@ TEST(Init, TiedHeadIsTheEmbedding) {
 
 TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
   Config cfg = testing::tiny_config(true);
+  // Biases (added in the bf16 GEMM) and the gate (its logit in fp32) too.
+  cfg.model.qkv_bias = true;
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
   Transformer fp32(model_settings(cfg));
   cfg.train.precision = Precision::kBf16;
   Transformer bf16(model_settings(cfg));

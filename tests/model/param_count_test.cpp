@@ -1,6 +1,7 @@
 // Analytic parameter counts against the built module, and dense matching.
 #include <gtest/gtest.h>
 
+#include "config/load.h"
 #include "config/param_count.h"
 #include "model/transformer.h"
 #include "model_test_util.h"
@@ -67,6 +68,38 @@ TEST(ParamCount, QkNormWeightsAreCounted) {
   cfg.model.qk_norm = QkNorm::kFull;
   EXPECT_EQ(count_params(cfg).total, module_params(cfg));
   EXPECT_EQ(count_params(cfg).norms - without, 2 * (16 + 8));
+}
+
+TEST(ParamCount, ExplicitHeadDimSetsTheProjections) {
+  Config cfg = testing::tiny_config(true);  // d 16, 4 query and 2 key/value heads
+  cfg.model.explicit_head_dim = 6;
+  cfg.model.qk_norm = QkNorm::kHead;
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  // q and o: 16 x 24; k and v: 16 x 12, in each of 2 layers.
+  EXPECT_EQ(c.attention, 2 * (2 * 16 * 24 + 2 * 16 * 12));
+  EXPECT_EQ(c.norms, 5 * 16 + 2 * 2 * 6);
+}
+
+TEST(ParamCount, QkvBiasesCountAsAttention) {
+  Config cfg = testing::tiny_config(false);  // q 16 wide, k and v 8
+  const int64_t without = count_params(cfg).attention;
+  cfg.model.qkv_bias = true;
+  EXPECT_EQ(count_params(cfg).attention - without, 2 * (16 + 8 + 8));
+  EXPECT_EQ(count_params(cfg).total, module_params(cfg));
+  cfg.model.explicit_head_dim = 6;  // q 24 wide, k and v 12
+  EXPECT_EQ(count_params(cfg).total, module_params(cfg));
+}
+
+TEST(ParamCount, SharedExpertGateCountsWithTheSharedExperts) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_shared_experts = 1;
+  const auto without = count_params(cfg);
+  cfg.moe.shared_expert_gate = true;
+  const auto c = count_params(cfg);
+  EXPECT_EQ(c.total, module_params(cfg));
+  EXPECT_EQ(c.shared_experts - without.shared_experts, 2 * 16);  // w_g [1, d] per MoE layer
+  EXPECT_EQ(c.active - without.active, 2 * 16);                  // every token uses it
 }
 
 TEST(ParamCount, SharedExpertOfItsOwnWidth) {
@@ -136,6 +169,12 @@ TEST(MatchMoeTotal, SolvesExpertWidthAtAnActivationRate) {
   }
   EXPECT_THROW(match_moe_total(dense, 8, 0.3, target), InputError);  // 2.4 experts
   EXPECT_THROW(match_moe_total(dense, 8, 0.25, 1000), InputError);   // no room for experts
+  // A base with a gated shared expert: the match has neither.
+  dense.moe.num_shared_experts = 1;
+  dense.moe.shared_expert_gate = true;
+  const MatchResult m = match_moe_total(dense, 4, 0.5, target);
+  EXPECT_FALSE(m.dense.moe.shared_expert_gate);
+  EXPECT_NO_THROW(validate(m.dense));
 }
 
 TEST(ParamCount, ReferenceConfigByHand) {
@@ -182,6 +221,21 @@ TEST(MatchDense, DmodelKeepsHeadsValidAndIsClosest) {
   const auto m = match_dense(moe, "total", "d_model");
   EXPECT_EQ(m.dense.model.d_model % (2 * moe.model.n_heads), 0);
   for (int64_t delta : {-8, 8}) {
+    Config other = m.dense;
+    other.model.d_model += delta;
+    EXPECT_GE(std::abs(count_params(other).total - m.target), std::abs(m.dense_total - m.target));
+  }
+}
+
+// Heads of an explicit width stay as they are; d_model then needs no multiple
+// of the heads, so the closest width of all is found.
+TEST(MatchDense, DmodelKeepsAnExplicitHeadDim) {
+  Config moe = reference_moe();
+  moe.model.explicit_head_dim = 128;
+  const auto m = match_dense(moe, "total", "d_model");
+  EXPECT_EQ(m.dense.model.head_dim(), 128);
+  EXPECT_EQ(m.dense_total, count_params(m.dense).total);
+  for (int64_t delta : {-1, 1}) {
     Config other = m.dense;
     other.model.d_model += delta;
     EXPECT_GE(std::abs(count_params(other).total - m.target), std::abs(m.dense_total - m.target));

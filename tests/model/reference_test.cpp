@@ -29,13 +29,30 @@ torch::Tensor read_raw_double(const fs::path& path, at::IntArrayRef shape) {
   return t;
 }
 
+nlohmann::json rope_scaling_json(const RopeScaling& r) {
+  return {{"type", choice_name(r.type)},
+          {"factor", r.factor},
+          {"original_seq_len", r.original_seq_len},
+          {"low_freq_factor", r.low_freq_factor},
+          {"high_freq_factor", r.high_freq_factor},
+          {"beta_fast", r.beta_fast},
+          {"beta_slow", r.beta_slow},
+          {"mscale", r.mscale},
+          {"mscale_all_dim", r.mscale_all_dim},
+          {"attention_factor", r.attention_factor},
+          {"truncate", r.truncate}};
+}
+
 nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
   const auto& m = cfg.model;
   return {{"d_model", m.d_model},
           {"n_layers", m.n_layers},
           {"n_heads", m.n_heads},
           {"n_kv_heads", cfg.model.kv_heads()},
+          {"head_dim", m.explicit_head_dim},  // 0: d_model / n_heads
+          {"qkv_bias", m.qkv_bias},
           {"rope_theta", m.rope_theta},
+          {"rope_scaling", rope_scaling_json(m.rope_scaling)},
           {"norm_eps", m.norm_eps},
           {"tie_embeddings", m.tie_embeddings},
           {"qk_norm", choice_name(m.qk_norm)},
@@ -46,6 +63,7 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"num_experts", cfg.moe.num_experts},
             {"top_k", cfg.moe.top_k},
             {"shared_width", cfg.moe.shared_width()},
+            {"shared_expert_gate", cfg.moe.shared_expert_gate},
             {"gate", choice_name(cfg.moe.gate)},
             {"score", choice_name(cfg.moe.score)},
             {"first_dense_layers", cfg.moe.first_dense_layers},
@@ -69,9 +87,18 @@ void expect_matches_reference(const Config& cfg) {
   Transformer model(model_settings(cfg));
   model->to(torch::kDouble);
   {
-    // Larger than the 0.02 init so attention and routing are far from uniform.
+    // Larger than the 0.02 init so attention and routing are far from uniform;
+    // what starts at zero (biases, the shared-expert gate) gets values of its
+    // own, so it changes the outputs.
     torch::NoGradGuard no_grad;
-    for (auto& p : model->parameters()) p.mul_(10.0);
+    torch::manual_seed(8);
+    for (auto& p : model->parameters()) {
+      if (p.abs().max().item<double>() == 0.0) {
+        p.normal_(0.0, 0.1);
+      } else {
+        p.mul_(10.0);
+      }
+    }
   }
   torch::manual_seed(9);
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {batch, seq}, torch::kLong);
@@ -215,6 +242,76 @@ TEST(Reference, MoeWithQkNormPerHead) {
 TEST(Reference, DenseWithQkNormOverTheWholeProjection) {
   Config cfg = testing::tiny_config(false);
   cfg.model.qk_norm = QkNorm::kFull;
+  expect_matches_reference(cfg);
+}
+
+// Qwen3's heads: wider than d_model / n_heads (16 / 4 = 4).
+TEST(Reference, HeadDimApartFromDModel) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.explicit_head_dim = 6;
+  expect_matches_reference(cfg);
+}
+
+// Qwen2's q, k, v biases.
+TEST(Reference, DenseWithQkvBias) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.qkv_bias = true;
+  expect_matches_reference(cfg);
+}
+
+// Qwen2-MoE's shared expert, weighted per token by sigmoid(x . w_g).
+TEST(Reference, MoeWithGatedSharedExpert) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
+  expect_matches_reference(cfg);
+}
+
+// Two heads of 8 dims at theta 100 (wavelengths 6.3, 20, 63 and 199), their
+// RoPE scaled for a context of 64 by `type`.
+Config scaled_two_heads(RopeScalingType type, double factor) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.n_heads = 2;
+  cfg.model.n_kv_heads = 1;
+  cfg.model.rope_theta = 100;
+  cfg.model.rope_scaling.type = type;
+  cfg.model.rope_scaling.factor = factor;
+  cfg.model.rope_scaling.original_seq_len = 64;
+  return cfg;
+}
+
+// Kept below wavelength 64 / 8, divided above 64 / 1: one pair kept, two
+// blended, one divided.
+TEST(Reference, DenseWithLlama3RopeScaling) {
+  Config cfg = scaled_two_heads(RopeScalingType::kLlama3, 8);
+  cfg.model.rope_scaling.high_freq_factor = 8;
+  expect_matches_reference(cfg);
+}
+
+// YaRN's ramp over all four pairs, not rounded out, and the attention factor
+// from mscale and mscale_all_dim.
+TEST(Reference, DenseWithYarnRopeScaling) {
+  Config cfg = scaled_two_heads(RopeScalingType::kYarn, 4);
+  cfg.model.rope_scaling.truncate = false;
+  cfg.model.rope_scaling.mscale = 1.0;
+  cfg.model.rope_scaling.mscale_all_dim = 0.5;
+  expect_matches_reference(cfg);
+}
+
+// Qwen3-MoE's and Qwen2-MoE's options in one model, with YaRN at a set
+// attention factor.
+TEST(Reference, MoeWithEveryQwenOption) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.explicit_head_dim = 6;
+  cfg.model.qk_norm = QkNorm::kHead;
+  cfg.model.qkv_bias = true;
+  cfg.model.rope_theta = 100;
+  cfg.model.rope_scaling.type = RopeScalingType::kYarn;
+  cfg.model.rope_scaling.factor = 4;
+  cfg.model.rope_scaling.original_seq_len = 32;
+  cfg.model.rope_scaling.attention_factor = 1.3;
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
   expect_matches_reference(cfg);
 }
 

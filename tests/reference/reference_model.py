@@ -31,25 +31,82 @@ def rms_norm(x, weight, eps):
     return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * weight
 
 
-def rope(x, theta):
-    # x: [S, hd]. Pair (i, i + hd/2) rotates by position * theta^(-2i/hd).
+def llama3_frequency(freq, sc):
+    # Meta's Llama 3.1 apply_scaling, one frequency at a time.
+    old_context = sc["original_seq_len"]
+    wavelength = 2 * math.pi / freq
+    if wavelength < old_context / sc["high_freq_factor"]:
+        return freq
+    if wavelength > old_context / sc["low_freq_factor"]:
+        return freq / sc["factor"]
+    smooth = ((old_context / wavelength - sc["low_freq_factor"])
+              / (sc["high_freq_factor"] - sc["low_freq_factor"]))
+    return (1 - smooth) * freq / sc["factor"] + smooth * freq
+
+
+def yarn_frequencies(freqs, hd, theta, sc):
+    # YaRN (Peng et al. 2023): pair i interpolates (freq / factor) below the
+    # dimension that turns beta_slow times in the original context, keeps its
+    # frequency above the one that turns beta_fast times, and ramps linearly
+    # in between.
+    def dim_turning(turns):
+        # Solve original_seq_len * theta^(-2d/hd) = turns * 2 pi for d.
+        return hd * math.log(sc["original_seq_len"] / (turns * 2 * math.pi)) / (2 * math.log(theta))
+    lo, hi = dim_turning(sc["beta_fast"]), dim_turning(sc["beta_slow"])
+    if sc["truncate"]:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, hd - 1)
+    if lo == hi:
+        hi += 0.001
+    out = []
+    for i, freq in enumerate(freqs):
+        interpolated = min(max((i - lo) / (hi - lo), 0.0), 1.0)
+        out.append(freq * (1 - interpolated) + freq / sc["factor"] * interpolated)
+    return out
+
+
+def yarn_attention_factor(sc):
+    def mscale(scale, m):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+    if sc["attention_factor"] > 0:
+        return sc["attention_factor"]
+    if sc["mscale"] > 0 and sc["mscale_all_dim"] > 0:
+        return mscale(sc["factor"], sc["mscale"]) / mscale(sc["factor"], sc["mscale_all_dim"])
+    return mscale(sc["factor"], 1.0)
+
+
+def rope_frequencies(hd, theta, sc):
+    """Pair i's angle per position, and the factor the rotated q and k are scaled by."""
+    freqs = [theta ** (-2.0 * i / hd) for i in range(hd // 2)]
+    if sc["type"] == "llama3":
+        return [llama3_frequency(f, sc) for f in freqs], 1.0
+    if sc["type"] == "yarn":
+        return yarn_frequencies(freqs, hd, theta, sc), yarn_attention_factor(sc)
+    assert sc["type"] == "none", sc["type"]
+    return freqs, 1.0
+
+
+def rope(x, freqs, scale):
+    # x: [S, hd]. Pair (i, i + hd/2) rotates by position * freqs[i], then times scale.
     seq, hd = x.shape
     half = hd // 2
     pos = torch.arange(seq, dtype=torch.float64)[:, None]
-    freq = torch.tensor([theta ** (-2.0 * i / hd) for i in range(half)], dtype=torch.float64)
-    ang = pos * freq[None, :]
+    ang = pos * torch.tensor(freqs, dtype=torch.float64)[None, :]
     c, s = torch.cos(ang), torch.sin(ang)
     a, b = x[:, :half], x[:, half:]
-    return torch.cat([a * c - b * s, b * c + a * s], dim=1)
+    return scale * torch.cat([a * c - b * s, b * c + a * s], dim=1)
 
 
 def attention(x, p, prefix, cfg):
     # x: [S, d] one sequence.
     n_heads, n_kv = cfg["n_heads"], cfg["n_kv_heads"]
-    hd = cfg["d_model"] // n_heads
+    hd = cfg["head_dim"] or cfg["d_model"] // n_heads
     q = x @ p[prefix + "wq"].T
     k = x @ p[prefix + "wk"].T
     v = x @ p[prefix + "wv"].T
+    if cfg["qkv_bias"]:  # Qwen2
+        q, k, v = q + p[prefix + "bq"], k + p[prefix + "bk"], v + p[prefix + "bv"]
+    freqs, scale = rope_frequencies(hd, cfg["rope_theta"], cfg["rope_scaling"])
     eps = cfg["norm_eps"]
     if cfg["qk_norm"] == "full":  # OLMoE: over the whole projection
         q = rms_norm(q, p[prefix + "q_norm.weight"], eps)
@@ -63,8 +120,8 @@ def attention(x, p, prefix, cfg):
         if cfg["qk_norm"] == "head":  # Qwen3: each head on its own, one weight for all heads
             qh = rms_norm(qh, p[prefix + "q_norm.weight"], eps)
             kh = rms_norm(kh, p[prefix + "k_norm.weight"], eps)
-        qh = rope(qh, cfg["rope_theta"])
-        kh = rope(kh, cfg["rope_theta"])
+        qh = rope(qh, freqs, scale)
+        kh = rope(kh, freqs, scale)
         vh = v[:, kv * hd:(kv + 1) * hd]
         scores = (qh @ kh.T) / math.sqrt(hd)
         scores = scores.masked_fill(mask, float("-inf"))
@@ -130,7 +187,10 @@ def moe(x, p, prefix, cfg):
         y = y + gate_matrix[:, e:e + 1] * swiglu(x, p[ep + "w1"], p[ep + "w2"], p[ep + "w3"])
     if m["shared_width"] > 0:
         sp = prefix + "shared."
-        y = y + swiglu(x, p[sp + "w1"], p[sp + "w2"], p[sp + "w3"])
+        shared = swiglu(x, p[sp + "w1"], p[sp + "w2"], p[sp + "w3"])
+        if m["shared_expert_gate"]:  # Qwen2-MoE: a sigmoid gate per token
+            shared = torch.sigmoid(x @ p[prefix + "shared_gate"].T) * shared
+        y = y + shared
     aux = switch_loss(top_idx, probs, m["aux_loss_coef"], n_exp, k)
     if m["balance"] == "sequence":
         seq = cfg["seq"]

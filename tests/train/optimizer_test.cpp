@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "common/optimizer_test_util.h"
+#include "model/model_test_util.h"
+#include "model/transformer.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -46,6 +48,33 @@ TEST(Optimizer, DecaysMatricesOnly) {
   optimizer->step();
   EXPECT_TRUE(torch::allclose(params[0].second, matrix_before * (1 - 0.05 * 0.3)));
   EXPECT_TRUE(torch::equal(params[1].second, vector_before));
+}
+
+// The model's parameters by the same rule: q/k/v biases are vectors and go
+// undecayed like the norm gains; the shared-expert gate w_g [1, d] is a
+// matrix and decays like the router.
+TEST(Optimizer, BiasesGoUndecayedAndTheSharedExpertGateDecays) {
+  Config cfg = testing::tiny_config(true);
+  cfg.model.qkv_bias = true;
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
+  Transformer model(model_settings(cfg));
+  NamedParams params;
+  for (const auto& item : model->named_parameters()) params.emplace_back(item.key(), item.value());
+  auto optimizer = make_adamw(params, testing::optimizer_test_config());
+  const auto in_group = [&](size_t group, const std::string& name) {
+    const torch::Tensor& p = model->named_parameters()[name];
+    for (const auto& q : optimizer->param_groups()[group].params())
+      if (q.is_same(p)) return true;
+    return false;
+  };
+  for (const char* name :
+       {"layers.1.attn.bq", "layers.1.attn.bk", "layers.1.attn.bv", "layers.1.attn_norm.weight"}) {
+    EXPECT_TRUE(in_group(1, name)) << name;
+  }
+  for (const char* name : {"layers.1.moe.shared_gate", "layers.1.moe.router.weight"}) {
+    EXPECT_TRUE(in_group(0, name)) << name;
+  }
 }
 
 // The fused kernel against LibTorch's own AdamW, the reference: same groups,

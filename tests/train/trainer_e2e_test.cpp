@@ -481,7 +481,17 @@ INSTANTIATE_TEST_SUITE_P(
                       MoeVariant{"mixture", "", "mix.toml", 3},
                       // ZeRO-1 (the world-1 reference is unsharded): sharded checkpoints
                       // saved at (2, 2) resume at (4, 4) and (1, 1).
-                      MoeVariant{"zero1", "--set parallel.shard_optimizer=true"}),
+                      MoeVariant{"zero1", "--set parallel.shard_optimizer=true"},
+                      // The options of published Qwen2-MoE, Qwen3-MoE and Llama 3.1
+                      // checkpoints together: 2 heads of 24 on d_model 32 with q/k/v
+                      // biases, a gated shared expert, YaRN-scaled RoPE.
+                      MoeVariant{"qwen_options",
+                                 "--set model.head_dim=24 --set model.qkv_bias=true "
+                                 "--set moe.num_shared_experts=1 "
+                                 "--set moe.shared_expert_gate=true "
+                                 "--set model.rope_scaling.type=yarn "
+                                 "--set model.rope_scaling.factor=4 "
+                                 "--set model.rope_scaling.original_seq_len=8"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
@@ -505,6 +515,46 @@ double eval_loss(const fs::path& checkpoint) {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   const size_t at = text.rfind(": loss ");
   return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+}
+
+// RoPE scaling is in no tensor, only in the config the checkpoint embeds. A
+// resume with it continues the run's own curve (which plain RoPE leaves); a
+// resume without it is refused, naming the key; `moelab eval` rebuilds it.
+TEST_F(TrainerE2E, RopeScalingIsKeptOnResume) {
+  const std::string sets =
+      "--set train.max_steps=6 --set eval.interval=3 --set checkpoint.interval=3 "
+      "--set model.rope_theta=100 ";
+  const std::string llama3 =
+      "--set model.rope_scaling.type=llama3 --set model.rope_scaling.factor=8 "
+      "--set model.rope_scaling.original_seq_len=8 ";
+  ASSERT_EQ(run(train("rope_llama3", sets + llama3)), 0) << last_log();
+  ASSERT_EQ(run(train("rope_plain", sets)), 0) << last_log();
+  const auto scaled = train_losses(kRoot / "rope_llama3");
+  const auto plain = train_losses(kRoot / "rope_plain");
+  // Plain RoPE leaves the curve by more than ten times the resume's tolerance.
+  double apart = 0;
+  for (size_t i = 0; i < scaled.size(); ++i) {
+    apart = std::max(apart, std::abs(plain[i] - scaled[i]) / scaled[i]);
+  }
+  EXPECT_GT(apart, 1e-4);
+
+  for (const char* name : {"rope_resumed", "rope_dropped"}) {
+    fs::copy(kRoot / "rope_llama3", kRoot / name, fs::copy_options::recursive);
+    fs::remove_all(kRoot / name / "checkpoints" / "step_00000006");
+    fs::remove(kRoot / name / "DONE");
+  }
+  ASSERT_EQ(run(train("rope_resumed", sets + llama3 + "--resume auto")), 0) << last_log();
+  EXPECT_NE(last_log().find("step_00000003 (step 3)"), std::string::npos) << last_log();
+  expect_close(train_losses(kRoot / "rope_resumed"), scaled, 1e-5);
+
+  EXPECT_EQ(WEXITSTATUS(run(train("rope_dropped", sets + "--resume auto"))), 2);
+  EXPECT_NE(last_log().find("model.rope_scaling.type = \"none\", but "), std::string::npos)
+      << last_log();
+  EXPECT_NE(last_log().find("step_00000003 was saved with \"llama3\""), std::string::npos)
+      << last_log();
+
+  const double val = column(kRoot / "rope_llama3" / "val.csv", 2).back();
+  EXPECT_NEAR(eval_loss(kRoot / "rope_llama3" / "checkpoints" / "step_00000006"), val, 1e-5 * val);
 }
 
 // The realised mixture: with weights 3:1 every batch of 8 holds 6 sequences of
