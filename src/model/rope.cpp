@@ -67,9 +67,11 @@ RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta,
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   auto freq =
       torch::pow(theta, -torch::arange(0, head_dim, 2, opts) / static_cast<double>(head_dim));
-  if (scaling.type == RopeScalingType::kLlama3) freq = llama3_frequencies(freq, scaling);
-  if (scaling.type == RopeScalingType::kYarn)
+  if (scaling.type == RopeScalingType::kLlama3) {
+    freq = llama3_frequencies(freq, scaling);
+  } else if (scaling.type == RopeScalingType::kYarn) {
     freq = yarn_frequencies(freq, head_dim, theta, scaling);
+  }
   const auto angles = torch::outer(torch::arange(max_seq, opts), freq);  // [S, hd/2]
   const auto full = torch::cat({angles, angles}, -1);                    // [S, hd]
   const double m = attention_factor(scaling);

@@ -35,16 +35,13 @@ Pass forward_backward(Config cfg, moelab::ActivationCheckpointing checkpointing,
 class ActivationCheckpointing : public ::testing::TestWithParam<moelab::ActivationCheckpointing> {};
 
 TEST_P(ActivationCheckpointing, SameLossGradientsAndStatsAsWithout) {
-  Config cfg = testing::tiny_config(/*moe=*/true);
   // Heads of their own width with biases, scaled RoPE and a gated shared
   // expert: what they compute is recomputed too.
+  Config cfg = testing::tiny_qwen2_moe_config();
   cfg.model.explicit_head_dim = 6;
-  cfg.model.qkv_bias = true;
   cfg.model.rope_scaling.type = RopeScalingType::kYarn;
   cfg.model.rope_scaling.factor = 4;
   cfg.model.rope_scaling.original_seq_len = 4;
-  cfg.moe.num_shared_experts = 1;
-  cfg.moe.shared_expert_gate = true;
   const auto tokens = torch::randint(0, cfg.model.vocab_size, {3, cfg.model.seq_len + 1});
   const Pass plain = forward_backward(cfg, moelab::ActivationCheckpointing::kNone, tokens);
   const Pass recomputed = forward_backward(cfg, GetParam(), tokens);

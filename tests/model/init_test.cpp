@@ -90,10 +90,7 @@ TEST(Init, StdAndScaledResidualProjections) {
 
 // A bias starts as none and the shared expert's gate at sigmoid(0) = 1/2.
 TEST(Init, BiasesAndTheSharedExpertGateStartAtZero) {
-  Config cfg = testing::tiny_config(true);
-  cfg.model.qkv_bias = true;
-  cfg.moe.num_shared_experts = 1;
-  cfg.moe.shared_expert_gate = true;
+  Config cfg = testing::tiny_qwen2_moe_config();
   auto params = Transformer(model_settings(cfg))->named_weights();
   for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"layers.0.attn.bq", {16}},
@@ -114,11 +111,8 @@ TEST(Init, TiedHeadIsTheEmbedding) {
 }
 
 TEST(Model, Bf16ForwardStaysCloseToFp32AndKeepsFp32Grads) {
-  Config cfg = testing::tiny_config(true);
   // Biases (added in the bf16 GEMM) and the gate (its logit in fp32) too.
-  cfg.model.qkv_bias = true;
-  cfg.moe.num_shared_experts = 1;
-  cfg.moe.shared_expert_gate = true;
+  Config cfg = testing::tiny_qwen2_moe_config();
   Transformer fp32(model_settings(cfg));
   cfg.train.precision = Precision::kBf16;
   Transformer bf16(model_settings(cfg));

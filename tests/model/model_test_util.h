@@ -47,6 +47,16 @@ inline Config tiny_config(bool moe) {
   return cfg;
 }
 
+// tiny_config(true) with Qwen2-MoE's options: q/k/v biases and one shared
+// expert, gated.
+inline Config tiny_qwen2_moe_config() {
+  Config cfg = tiny_config(true);
+  cfg.model.qkv_bias = true;
+  cfg.moe.num_shared_experts = 1;
+  cfg.moe.shared_expert_gate = true;
+  return cfg;
+}
+
 // Compares d(loss)/d(input) from autograd with central differences for every
 // element of every input (double precision; keep the inputs small).
 inline void expect_gradients_match_finite_differences(

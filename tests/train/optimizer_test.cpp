@@ -54,10 +54,7 @@ TEST(Optimizer, DecaysMatricesOnly) {
 // undecayed like the norm gains; the shared-expert gate w_g [1, d] is a
 // matrix and decays like the router.
 TEST(Optimizer, BiasesGoUndecayedAndTheSharedExpertGateDecays) {
-  Config cfg = testing::tiny_config(true);
-  cfg.model.qkv_bias = true;
-  cfg.moe.num_shared_experts = 1;
-  cfg.moe.shared_expert_gate = true;
+  Config cfg = testing::tiny_qwen2_moe_config();
   Transformer model(model_settings(cfg));
   NamedParams params;
   for (const auto& item : model->named_parameters()) params.emplace_back(item.key(), item.value());
