@@ -42,7 +42,7 @@ enum class Schedule { kCosine, kLinear, kConstant, kWsd };
 enum class DecayShape { kLinear, kSqrt };
 // parallel.backend: kAuto is NCCL for CUDA tensors where built in, else MPI.
 enum class Backend { kAuto, kMpi, kNccl };
-// log.progress: kAuto is a bar on a terminal, plain lines otherwise (train/progress.h).
+// log.progress: kAuto is a bar on a terminal, plain lines otherwise (metrics/progress.h).
 enum class ProgressMode { kAuto, kBar, kPlain, kOff };
 // log.level: the least severe message logged.
 enum class LogLevel { kDebug, kInfo, kWarn, kError };

@@ -158,10 +158,10 @@ struct ParallelConfig {
   // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
   double timeout_s = 600;
   // Start each gradient bucket's all-reduce during backward, as soon as its
-  // gradients are complete (train/grad_sync.h), instead of after backward.
+  // gradients are complete (parallel/grad_sync.h), instead of after backward.
   bool overlap_grad_sync = true;
   // ZeRO-1: AdamW's moments sharded over each parameter's data-parallel group
-  // (train/optimizer_shards.h).
+  // (parallel/optimizer_shards.h).
   bool shard_optimizer = false;
 };
 

@@ -115,6 +115,9 @@ std::vector<std::string> inexpressible(const Config& cfg, const HubFamily& f) {
     out.push_back("model.qk_norm = \"" + choice_name(cfg.model.qk_norm) + "\" (" + f.name +
                   "'s is \"" + choice_name(f.qk_norm) + "\")");
   }
+  if (cfg.model.qkv_bias && !f.qkv_bias) {
+    out.push_back("model.qkv_bias = true (" + f.name + " has no q/k/v biases)");
+  }
   if (cfg.moe.enabled && f.moe()) add_moe_obstacles(cfg, f, out);
   return out;
 }

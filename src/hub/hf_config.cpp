@@ -61,6 +61,31 @@ std::vector<int64_t> dense_layers(const Config& cfg) {
   return dense;
 }
 
+// RoPE scaling as transformers 5 writes it (rope_parameters, with rope_theta).
+json rope_parameters_json(const ModelConfig& m) {
+  const RopeScaling& r = m.rope_scaling;
+  json j = {{"rope_type", r.type == RopeScalingType::kNone ? "default" : choice_name(r.type)},
+            {"rope_theta", m.rope_theta}};
+  if (r.type == RopeScalingType::kNone) return j;
+  j["factor"] = r.factor;
+  j["original_max_position_embeddings"] = r.original_seq_len;
+  if (r.type == RopeScalingType::kLlama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+    return j;
+  }
+  j["beta_fast"] = r.beta_fast;
+  j["beta_slow"] = r.beta_slow;
+  j["truncate"] = r.truncate;
+  // Zero is moelab's "not given": transformers reads those keys' absence (null).
+  for (auto [key, value] : {std::pair{"mscale", r.mscale},
+                            {"mscale_all_dim", r.mscale_all_dim},
+                            {"attention_factor", r.attention_factor}}) {
+    j[key] = value > 0 ? json(value) : json(nullptr);
+  }
+  return j;
+}
+
 json shared_keys_json(const Config& cfg) {
   const auto& m = cfg.model;
   json j;
@@ -69,7 +94,7 @@ json shared_keys_json(const Config& cfg) {
   j["num_key_value_heads"] = m.kv_heads();
   j["head_dim"] = m.head_dim();
   j["hidden_act"] = "silu";
-  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", m.rope_theta}};
+  j["rope_parameters"] = rope_parameters_json(m);
   j["tie_word_embeddings"] = m.tie_embeddings;
   j["attention_bias"] = false;
   j["mlp_bias"] = false;
@@ -94,6 +119,56 @@ void add_moe_keys(json& j, const Config& cfg, const HubFamily& f) {
   if (f.shared_expert) j["shared_expert_intermediate_size"] = e.shared_width();
 }
 
+// The scaling's parameters: transformers 5's rope_parameters, or the
+// rope_scaling of the configs published before it ("type" or "rope_type").
+json rope_scaling_node(const json& j) {
+  if (is_set(j, "rope_parameters") && j["rope_parameters"].is_object()) return j["rope_parameters"];
+  if (is_set(j, "rope_scaling") && j["rope_scaling"].is_object()) return j["rope_scaling"];
+  return json::object();
+}
+
+double positive_or_zero(const json& r, const char* key, const std::string& where) {
+  return is_set(r, key) ? config_value<double>(r, key, where) : 0.0;
+}
+
+// model.rope_scaling from a config.json; types moelab has not are refused by name.
+void read_rope_scaling(const json& j, ModelConfig& m, const std::string& path) {
+  const json r = rope_scaling_node(j);
+  const std::string where = path + ": rope scaling";
+  const std::string type = optional_value<std::string>(
+      r, "rope_type", optional_value<std::string>(r, "type", "default", where), where);
+  if (optional_value(r, "partial_rotary_factor", 1.0, where) != 1.0 ||
+      optional_value(j, "partial_rotary_factor", 1.0, path) != 1.0) {
+    throw InputError(path + ": partial_rotary_factor != 1; moelab's RoPE rotates whole heads");
+  }
+  if (type == "default") return;
+  RopeScaling& s = m.rope_scaling;
+  if (type == "llama3") {
+    s.type = RopeScalingType::kLlama3;
+    s.low_freq_factor = config_value<double>(r, "low_freq_factor", where);
+    s.high_freq_factor = config_value<double>(r, "high_freq_factor", where);
+  } else if (type == "yarn") {
+    s.type = RopeScalingType::kYarn;
+    s.beta_fast = positive_or_zero(r, "beta_fast", where);  // transformers: a zero is the default
+    s.beta_slow = positive_or_zero(r, "beta_slow", where);
+    if (s.beta_fast == 0) s.beta_fast = 32;
+    if (s.beta_slow == 0) s.beta_slow = 1;
+    s.mscale = positive_or_zero(r, "mscale", where);
+    s.mscale_all_dim = positive_or_zero(r, "mscale_all_dim", where);
+    if (s.mscale == 0 || s.mscale_all_dim == 0)
+      s.mscale = s.mscale_all_dim = 0;  // one alone: unread
+    s.attention_factor = positive_or_zero(r, "attention_factor", where);
+    s.truncate = optional_value(r, "truncate", true, where);
+  } else {
+    throw InputError(path + ": RoPE scaling type \"" + type +
+                     "\"; moelab has \"default\", \"llama3\" and \"yarn\"");
+  }
+  s.original_seq_len = config_value<int64_t>(r, "original_max_position_embeddings", where);
+  // yarn without a factor: the context's stretch (transformers does the same).
+  s.factor = is_set(r, "factor") ? config_value<double>(r, "factor", where)
+                                 : double(m.seq_len) / double(s.original_seq_len);
+}
+
 // The keys every family reads alike.
 Config shared_keys(const json& j, const std::string& path) {
   Config cfg;
@@ -108,35 +183,24 @@ Config shared_keys(const json& j, const std::string& path) {
     m.rope_theta = config_value<double>(j["rope_parameters"], "rope_theta", path);
   }
   m.tie_embeddings = optional_value(j, "tie_word_embeddings", false, path);
-  if (is_set(j, "head_dim") &&
-      config_value<int64_t>(j, "head_dim", path) * m.n_heads != m.d_model) {
-    throw InputError(path +
-                     ": head_dim * num_attention_heads != hidden_size; moelab needs "
-                     "head_dim = hidden_size / num_attention_heads");
-  }
+  // moelab's default (0) where the heads tile hidden_size, as most configs' do.
+  const auto head_dim = optional_value<int64_t>(j, "head_dim", 0, path);
+  if (head_dim > 0 && head_dim * m.n_heads != m.d_model) m.explicit_head_dim = head_dim;
+  read_rope_scaling(j, m, path);
   cfg.source = path;
   return cfg;
-}
-
-void refuse_rope_scaling(const json& j, const std::string& path) {
-  if (is_set(j, "rope_scaling")) {
-    throw InputError(path + ": rope_scaling is set; moelab's RoPE has no scaling");
-  }
-  if (is_set(j, "rope_parameters") &&
-      j["rope_parameters"].value("rope_type", std::string("default")) != "default") {
-    throw InputError(path + ": rope_parameters.rope_type = " +
-                     j["rope_parameters"]["rope_type"].dump() + "; moelab's RoPE is \"default\"");
-  }
 }
 
 // Keys of any family that change the computation in ways moelab has not.
 void refuse_unexpressed_keys(const json& j, const HubFamily& f, const Config& cfg,
                              const std::string& path) {
-  refuse_rope_scaling(j, path);
-  for (const char* bias : {"attention_bias", "mlp_bias"}) {
-    if (optional_value(j, bias, false, path)) {
-      throw InputError(path + ": " + bias + " = true; moelab has no biases");
-    }
+  if (optional_value(j, "attention_bias", false, path)) {
+    throw InputError(path +
+                     ": attention_bias = true (an o_proj bias too); moelab's attention biases "
+                     "are q/k/v only (model.qkv_bias)");
+  }
+  if (optional_value(j, "mlp_bias", false, path)) {
+    throw InputError(path + ": mlp_bias = true; moelab's feed-forward blocks have no biases");
   }
   if (optional_value<std::string>(j, "hidden_act", "silu", path) != "silu") {
     throw InputError(path + ": hidden_act = " + j["hidden_act"].dump() + "; expected silu");
@@ -199,6 +263,7 @@ void read_moe_keys(const json& j, const HubFamily& f, Config& cfg, const std::st
     const auto shared = config_value<int64_t>(j, "shared_expert_intermediate_size", path);
     e.num_shared_experts = shared > 0 ? 1 : 0;
     e.d_shared = shared;
+    e.shared_expert_gate = shared > 0;  // without a shared expert the gate scales nothing
   }
 }
 
@@ -228,6 +293,7 @@ Config config_from_hf(const json& j, const HubFamily& f, const std::string& path
   Config cfg = shared_keys(j, path);
   refuse_unexpressed_keys(j, f, cfg, path);
   cfg.model.qk_norm = f.qk_norm;
+  cfg.model.qkv_bias = f.qkv_bias;
   if (f.moe()) read_moe_keys(j, f, cfg, path);
   return cfg;
 }

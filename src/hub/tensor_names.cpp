@@ -1,5 +1,7 @@
 #include "hub/tensor_names.h"
 
+#include <tuple>
+
 namespace moelab {
 namespace {
 
@@ -42,21 +44,33 @@ struct Builder {
       link(ours + ".attn.q_norm.weight", attn + "q_norm.weight", {head ? hd : q});
       link(ours + ".attn.k_norm.weight", attn + "k_norm.weight", {head ? hd : kv});
     }
-    if (family.qkv_bias) {
-      zero(attn + "q_proj.bias", {q});
-      zero(attn + "k_proj.bias", {kv});
-      zero(attn + "v_proj.bias", {kv});
+    // A family whose checkpoints always have q/k/v biases gets zeros from a
+    // model without them.
+    for (auto [ours_bias, theirs_bias, width] : {std::tuple{".attn.bq", "q_proj.bias", q},
+                                                 {".attn.bk", "k_proj.bias", kv},
+                                                 {".attn.bv", "v_proj.bias", kv}}) {
+      if (cfg.model.qkv_bias) {
+        link(ours + ours_bias, attn + theirs_bias, {width});
+      } else if (family.qkv_bias) {
+        zero(attn + theirs_bias, {width});
+      }
     }
   }
 
-  // Qwen2-MoE's shared expert, scaled by sigmoid(shared_expert_gate . x): with
-  // a zero gate, 1/2 for every token, so moelab's ungated one is written with
-  // its down projection times 2 (both scalings powers of two: exact).
+  // Qwen2-MoE's shared expert, scaled by sigmoid(shared_expert_gate . x):
+  // moelab's gate (moe.shared_expert_gate) is that gate. An ungated one is
+  // written with a zero gate, 1/2 for every token, and its down projection
+  // times 2 (both scalings powers of two: exact).
   void shared_expert(const std::string& ours, const std::string& theirs) {
     const int64_t d = cfg.model.d_model, width = cfg.moe.shared_width();
-    zero(theirs + ".shared_expert_gate.weight", {1, d});
+    const bool gated = cfg.moe.shared_expert_gate;
+    if (gated) {
+      link(ours + ".shared_gate", theirs + ".shared_expert_gate.weight", {1, d});
+    } else {
+      zero(theirs + ".shared_expert_gate.weight", {1, d});
+    }
     if (width > 0) {
-      swiglu(ours + ".shared", theirs + ".shared_expert", width, kMlp, 2.0);
+      swiglu(ours + ".shared", theirs + ".shared_expert", width, kMlp, gated ? 1.0 : 2.0);
       return;
     }
     // An empty shared expert: Qwen2-MoE always has one.

@@ -10,12 +10,13 @@
 //   moe.router                   <moe_module>.gate
 //   moe.experts.E.w1, w3, w2     <moe_module>.experts.E.<expert_projections>
 //   moe.shared.w1, w3, w2        mlp.shared_expert.{gate,up,down}_proj (Qwen2-MoE)
+//   moe.shared_gate              mlp.shared_expert_gate (Qwen2-MoE)
+//   attn.bq, bk, bv              self_attn.{q,k,v}_proj.bias (Qwen2, Qwen2-MoE)
 //
-// Qwen2-MoE scales its shared expert by sigmoid(shared_expert_gate . x);
-// moelab's is ungated. A zero gate weight gives sigmoid(0) = 1/2 for every
-// token, so the shared down projection is written times 2: both scalings are
-// by powers of two, exact in floating point. Qwen2-MoE's q/k/v biases are
-// written as zeros.
+// A family that always has a tensor the model lacks gets what computes the
+// model: zero q/k/v biases; for an ungated shared expert, a zero gate
+// (sigmoid(0) = 1/2 for every token) and the down projection times 2, both
+// scalings powers of two, so exact in floating point.
 #pragma once
 
 #include <string>

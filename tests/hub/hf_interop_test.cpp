@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/checkpoint_test_util.h"
+#include "common/shared_data.h"
 #include "common/temp_dir.h"
 #include "data/tokenizer.h"
 #include "hub/hf_test_util.h"
@@ -45,11 +46,16 @@ std::string architecture(const std::string& hf_dir) {
       read_text_file(hf_dir + "/config.json", "config"))["architectures"][0];
 }
 
-// The [model] table of a config's TOML: what an import must bring back.
+// The [model] table of a config's TOML, with its sub-tables: what an import
+// must bring back.
 std::string to_toml_model(const Config& cfg) {
   const std::string toml = to_toml(cfg);
   const size_t begin = toml.find("[model]");
-  return toml.substr(begin, toml.find("\n[", begin + 1) - begin);
+  size_t end = toml.find("\n[", begin + 1);
+  while (end != std::string::npos && toml.compare(end + 1, 7, "[model.") == 0) {
+    end = toml.find("\n[", end + 1);
+  }
+  return toml.substr(begin, end - begin);
 }
 
 // Every parameter moved off its initial value (norms start at one), so that
@@ -64,6 +70,21 @@ struct ExportCase {
   std::function<void(Config&)> change;
 };
 
+// RoPE scaled as Llama 3.1 does, at a context where a head of 8 has one
+// frequency kept, one between the bands and two stretched.
+void llama3_scaling(Config& c) {
+  c.model.rope_scaling = {RopeScalingType::kLlama3};
+  c.model.rope_scaling.factor = 8;
+  c.model.rope_scaling.original_seq_len = 64;
+}
+
+// YaRN with its attention factor from the scaling factor.
+void yarn_scaling(Config& c) {
+  c.model.rope_scaling = {RopeScalingType::kYarn};
+  c.model.rope_scaling.factor = 4;
+  c.model.rope_scaling.original_seq_len = 16;
+}
+
 class HfInterop : public ::testing::TestWithParam<ExportCase> {};
 
 TEST_P(HfInterop, TransformersComputesMoelabsLogits) {
@@ -73,7 +94,8 @@ TEST_P(HfInterop, TransformersComputesMoelabsLogits) {
   TempDir dir;
   const std::string& arch = GetParam().architecture;
   Config cfg = testing::tiny_config(
-      /*moe=*/arch != "LlamaForCausalLM" && arch != "Qwen3ForCausalLM");
+      /*moe=*/arch != "LlamaForCausalLM" && arch != "Qwen2ForCausalLM" &&
+      arch != "Qwen3ForCausalLM");
   cfg.model.n_layers = 3;
   GetParam().change(cfg);
   torch::manual_seed(11);
@@ -97,6 +119,28 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ExportCase{"Llama", "LlamaForCausalLM", [](Config&) {}},
                       ExportCase{"Qwen3HeadNorm", "Qwen3ForCausalLM",
                                  [](Config& c) { c.model.qk_norm = QkNorm::kHead; }},
+                      ExportCase{"Qwen2Biases", "Qwen2ForCausalLM",
+                                 [](Config& c) { c.model.qkv_bias = true; }},
+                      ExportCase{"LlamaLlama3RopeTiedWideHeads", "LlamaForCausalLM",
+                                 [](Config& c) {
+                                   c.model.tie_embeddings = true;
+                                   c.model.explicit_head_dim = 8;
+                                   llama3_scaling(c);
+                                 }},
+                      ExportCase{"Qwen2MoeGatedSharedBiasesYarn", "Qwen2MoeForCausalLM",
+                                 [](Config& c) {
+                                   c.model.qkv_bias = true;
+                                   c.model.explicit_head_dim = 8;
+                                   c.moe.num_shared_experts = 1;
+                                   c.moe.shared_expert_gate = true;
+                                   yarn_scaling(c);
+                                 }},
+                      ExportCase{"Qwen3MoeWideHeadsYarn", "Qwen3MoeForCausalLM",
+                                 [](Config& c) {
+                                   c.model.qk_norm = QkNorm::kHead;
+                                   c.model.explicit_head_dim = 8;
+                                   yarn_scaling(c);
+                                 }},
                       ExportCase{"Mixtral", "MixtralForCausalLM",
                                  [](Config& c) { c.model.tie_embeddings = true; }},
                       ExportCase{"Qwen2MoeSharedExpert", "Qwen2MoeForCausalLM",
@@ -137,6 +181,9 @@ void load_tensors(Transformer& model, const std::map<std::string, torch::Tensor>
 
 struct ImportCase {
   std::string name, family, options;
+  // A published config.json under the shared data (configs/<folder>), made
+  // tiny with its structure kept (hf_make_model.py's shrink); "" = the small default.
+  std::string published = "";
   // What export writes back: the same architecture, unless an earlier family
   // of hub_families() expresses the model too (a Mistral without a window is
   // a Llama, tensor for tensor).
@@ -151,7 +198,14 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
   ASSERT_TRUE(transformers_available());
   TempDir dir;
   const auto& c = GetParam();
-  make_hf_model(c.family, c.options, dir / "hf");
+  std::string options = c.options;
+  if (!c.published.empty()) {
+    std::string path;
+    ASSERT_NO_FATAL_FAILURE(
+        testing::shared_data_file("configs/" + c.published + "/config.json", &path));
+    options += " config=" + path;
+  }
+  make_hf_model(c.family, options, dir / "hf");
   const std::string ckpt = import_hf(dir / "hf", dir / "imported");
   const LoadedCheckpoint imported = load_checkpoint(ckpt);
   Config cfg = parse_config(imported.meta.at("config").get<std::string>(), ckpt);
@@ -159,7 +213,9 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
   Transformer model(model_settings(cfg));
   model->eval();
   load_tensors(model, imported.tensors);
-  const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
+  // A published context is long; a few positions show RoPE and its scaling.
+  const int64_t length = std::min<int64_t>(cfg.model.seq_len, 16);
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, length});
   torch::NoGradGuard no_grad;
   const auto ours = model->forward(tokens).logits;
   const auto theirs = hf_logits(dir / "hf", tokens, dir, cfg.model.vocab_size);
@@ -183,7 +239,8 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
 INSTANTIATE_TEST_SUITE_P(
     Families, HfImportFamilies,
     ::testing::Values(
-        ImportCase{"Llama", "llama", ""}, ImportCase{"Mistral", "mistral", "", "LlamaForCausalLM"},
+        ImportCase{"Llama", "llama", ""},
+        ImportCase{"Mistral", "mistral", "", "", "LlamaForCausalLM"},
         ImportCase{"Qwen2", "qwen2", "tie_word_embeddings=true"},
         ImportCase{"Qwen3ShardedBf16", "qwen3", "shard=1 dtype=bf16"},
         ImportCase{"Mixtral", "mixtral", ""},
@@ -192,7 +249,7 @@ INSTANTIATE_TEST_SUITE_P(
         ImportCase{"Qwen2MoeSharedTopk", "qwen2_moe", "norm_topk_prob=true"},
         ImportCase{"Qwen2MoeSharedFullSoftmax", "qwen2_moe", "norm_topk_prob=false"},
         ImportCase{"Qwen2MoeNoSharedSparseStep", "qwen2_moe",
-                   "shared_expert_intermediate_size=0 decoder_sparse_step=2"},
+                   "shared_expert_intermediate_size=0 decoder_sparse_step=2 gate=zero"},
         ImportCase{"Qwen2MoeShardedBf16", "qwen2_moe", "shard=1 dtype=bf16 mlp_only_layers=[0]"},
         ImportCase{"Qwen3MoeDenseFirst", "qwen3_moe", "mlp_only_layers=[0] norm_topk_prob=true"},
         ImportCase{"Qwen3MoeSparseStep", "qwen3_moe",
@@ -203,17 +260,52 @@ INSTANTIATE_TEST_SUITE_P(
         ImportCase{"OlmoeShardedBf16", "olmoe", "shard=1 dtype=bf16"}),
     [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
 
-TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
-  TempDir dir;
-  const Config cfg = testing::tiny_config(false);
-  Transformer model(model_settings(cfg));
-  model->eval();
-  export_hf(testing::save_model_checkpoint(dir.str(), 1, model, cfg), dir / "hf");
-  const LoadedCheckpoint imported = load_checkpoint(import_hf(dir / "hf", dir / "imported"));
-  const Config back = parse_config(imported.meta.at("config").get<std::string>(), "imported");
-  EXPECT_EQ(to_toml_model(back), to_toml_model(cfg));
-  for (const auto& p : model->named_weights()) {
-    EXPECT_TRUE(torch::equal(imported.tensors.at(p.key()), p.value())) << p.key();
+// The published checkpoints' structures (../shared/data/configs): every family
+// moelab advertises, as released.
+INSTANTIATE_TEST_SUITE_P(
+    Published, HfImportFamilies,
+    ::testing::Values(ImportCase{"Llama32_1B", "llama", "", "unsloth--Llama-3.2-1B"},
+                      ImportCase{"Qwen25_15B", "qwen2", "", "Qwen--Qwen2.5-1.5B"},
+                      ImportCase{"Qwen3_06B", "qwen3", "dtype=bf16", "Qwen--Qwen3-0.6B"},
+                      // Qwen3's documented long-context setting.
+                      ImportCase{"Qwen3_06B_Yarn", "qwen3",
+                                 "rope_scaling={\"rope_type\":\"yarn\",\"factor\":4.0,"
+                                 "\"original_max_position_embeddings\":32768}",
+                                 "Qwen--Qwen3-0.6B"},
+                      ImportCase{"Qwen3_30B_A3B", "qwen3_moe", "", "Qwen--Qwen3-30B-A3B"},
+                      ImportCase{"Qwen15_MoE_A27B", "qwen2_moe", "dtype=bf16",
+                                 "MaziyarPanahi--Qwen1.5-MoE-A2.7B-Wikihow"},
+                      ImportCase{"OLMoE_1B_7B", "olmoe", "",
+                                 "interview-eval--olmoe-math-train-gsm8k-2"},
+                      ImportCase{"Mixtral_8x7B", "mixtral", "", "mistralai--Mixtral-8x7B-v0.1"}),
+    [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
+
+// Exported and imported back, a model is the same [model] table (RoPE
+// scaling included) and the same tensors.
+TEST(HfImport, AnExportComesBackAsTheSameModel) {
+  std::vector<Config> configs(3, testing::tiny_config(false));
+  configs[1].model.tie_embeddings = true;
+  configs[1].model.explicit_head_dim = 8;
+  llama3_scaling(configs[1]);
+  configs[2] = testing::tiny_config(true);
+  configs[2].model.qkv_bias = true;
+  configs[2].moe.num_shared_experts = 1;
+  configs[2].moe.shared_expert_gate = true;
+  yarn_scaling(configs[2]);
+  configs[2].model.rope_scaling.mscale = 0.8;
+  configs[2].model.rope_scaling.mscale_all_dim = 0.7;
+  configs[2].model.rope_scaling.truncate = false;
+  for (const Config& cfg : configs) {
+    TempDir dir;
+    Transformer model(model_settings(cfg));
+    model->eval();
+    export_hf(testing::save_model_checkpoint(dir.str(), 1, model, cfg), dir / "hf");
+    const LoadedCheckpoint imported = load_checkpoint(import_hf(dir / "hf", dir / "imported"));
+    const Config back = parse_config(imported.meta.at("config").get<std::string>(), "imported");
+    EXPECT_EQ(to_toml_model(back), to_toml_model(cfg));
+    for (const auto& p : model->named_weights()) {
+      EXPECT_TRUE(torch::equal(imported.tensors.at(p.key()), p.value())) << p.key();
+    }
   }
 }
 
@@ -221,11 +313,13 @@ TEST(HfImport, ALlamaFolderComesBackAsTheSameModel) {
 TEST(HfImport, WhatMoelabCannotExpressIsRefusedByName) {
   ASSERT_TRUE(transformers_available());
   const std::vector<ImportCase> cases = {
-      {"shared_expert_gate.weight' is not zero", "qwen2_moe", "gate=nonzero"},
-      {"q_proj.bias' is not zero", "qwen2_moe", "bias=nonzero"},
+      {"shared_expert_gate.weight' is not zero", "qwen2_moe", "shared_expert_intermediate_size=0"},
+      {"attention_bias = true", "llama", "attention_bias=true"},
+      {"mlp_bias = true", "llama", "mlp_bias=true"},
+      {"RoPE scaling type \"linear\"", "llama",
+       "rope_scaling={\"rope_type\":\"linear\",\"factor\":2.0}"},
       {"decoder_sparse_step and mlp_only_layers", "qwen2_moe", "mlp_only_layers=[1]"},
       {"clip_qkv", "olmoe", "clip_qkv=8.0"},
-      {"head_dim", "qwen3_moe", "head_dim=8"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -237,6 +331,25 @@ TEST(HfImport, WhatMoelabCannotExpressIsRefusedByName) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
     }
+  }
+}
+
+// A published architecture moelab does not read (DeepSeek-V2's latent
+// attention) is refused naming it and the architectures it reads, before any
+// weight is looked for.
+TEST(HfImport, APublishedDeepSeekV2IsRefusedByName) {
+  std::string published;
+  ASSERT_NO_FATAL_FAILURE(
+      testing::shared_data_file("configs/deepseek-ai--DeepSeek-V2-Lite/config.json", &published));
+  TempDir dir;
+  std::filesystem::create_directories(dir / "hf");
+  std::filesystem::copy_file(published, dir / "hf/config.json");
+  try {
+    import_hf(dir / "hf", dir / "imported");
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("DeepseekV2ForCausalLM"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Qwen3MoeForCausalLM"), std::string::npos) << e.what();
   }
 }
 
@@ -299,6 +412,17 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
          c.model.qk_norm = QkNorm::kFull;
        },
        "LlamaForCausalLM: model.qk_norm = \"full\""},
+      {[](Config& c) {
+         c.moe.enabled = false;
+         c.model.qkv_bias = true;
+         c.model.qk_norm = QkNorm::kHead;
+       },
+       "Qwen2ForCausalLM: model.qk_norm = \"head\""},
+      {[](Config& c) {
+         c.model.qkv_bias = true;
+         c.model.qk_norm = QkNorm::kHead;
+       },
+       "Qwen3MoeForCausalLM: model.qkv_bias = true"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

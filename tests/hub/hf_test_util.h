@@ -50,11 +50,14 @@ inline torch::Tensor hf_logits(const std::string& hf_dir, const torch::Tensor& t
   return logits;
 }
 
-// A tiny random transformers model of `family` (hf_make_model.py) in `out`.
+// A tiny random transformers model of `family` (hf_make_model.py) in `out`;
+// `options` are whitespace-separated OPTION=VALUE words (a value may be JSON:
+// each word reaches the script as one argument, quotes and all).
 inline void make_hf_model(const std::string& family, const std::string& options,
                           const std::string& out) {
-  const std::string cmd =
-      kPython + " " + kReference + "hf_make_model.py " + family + " " + out + " " + options;
+  std::string cmd = kPython + " " + kReference + "hf_make_model.py " + family + " " + out;
+  std::istringstream words(options);
+  for (std::string word; words >> word;) cmd += " '" + word + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 

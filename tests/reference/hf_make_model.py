@@ -10,14 +10,13 @@ that shape the files:
   dtype=bf16     weights stored as bfloat16 (or f16; default f32)
   fused=1        one state_dict file with the experts fused as transformers 5
                  holds them in memory (gate_up_proj, down_proj)
-  gate=nonzero   Qwen2-MoE's shared_expert_gate left random
-  bias=nonzero   Qwen2-MoE's q/k/v biases left random
+  gate=zero      Qwen2-MoE's shared_expert_gate zeroed
+  bias=zero      q/k/v biases (Qwen2, Qwen2-MoE) zeroed
   tokenizer=PATH a tokenizer.json saved with the model as transformers' fast
                  tokenizer saves it (EOS: the file's last added token);
                  vocab_size is its size
-Every parameter, norms included, is drawn at random so that no mapping
-mistake hides behind an initial value. Qwen2-MoE's shared_expert_gate and
-q/k/v biases are zeroed (what moelab expresses) unless gate=nonzero.
+Every parameter, norms, biases and gates included, is drawn at random so that
+no mapping mistake hides behind an initial value.
 """
 import json
 import sys
@@ -82,8 +81,8 @@ def main():
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16,
              "f16": torch.float16}[options.pop("dtype", "f32")]
     fused = options.pop("fused", "0") == "1"
-    keep_gate = options.pop("gate", "zero") == "nonzero"
-    keep_bias = options.pop("bias", "zero") == "nonzero"
+    zero_gate = options.pop("gate", "random") == "zero"
+    zero_bias = options.pop("bias", "random") == "zero"
     tokenizer = options.pop("tokenizer", None)
     published = options.pop("config", None)
     config_cls, model_cls, defaults = FAMILIES[family]
@@ -105,8 +104,8 @@ def main():
     model = model_cls(config_cls.from_dict(keys))
     with torch.no_grad():
         for name, p in model.named_parameters():
-            zero = ((not keep_gate and "shared_expert_gate" in name) or
-                    (not keep_bias and name.endswith("proj.bias")))
+            zero = ((zero_gate and "shared_expert_gate" in name) or
+                    (zero_bias and name.endswith("proj.bias")))
             p.copy_(torch.zeros_like(p) if zero else torch.randn_like(p) * 0.3)
     model = model.to(dtype)
     if fused:
