@@ -1,0 +1,83 @@
+#include "data/unicode_forms.h"
+
+#include <unicode/bytestream.h>
+#include <unicode/normalizer2.h>
+#include <unicode/uniset.h>
+
+#include <stdexcept>
+
+namespace moelab {
+
+namespace {
+
+const icu::Normalizer2& icu_form(UnicodeForm form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* normalizer = nullptr;
+  switch (form) {
+    case UnicodeForm::kNfc:
+      normalizer = icu::Normalizer2::getNFCInstance(status);
+      break;
+    case UnicodeForm::kNfd:
+      normalizer = icu::Normalizer2::getNFDInstance(status);
+      break;
+    case UnicodeForm::kNfkc:
+      normalizer = icu::Normalizer2::getNFKCInstance(status);
+      break;
+    case UnicodeForm::kNfkd:
+      normalizer = icu::Normalizer2::getNFKDInstance(status);
+      break;
+  }
+  if (U_FAILURE(status)) throw std::runtime_error("ICU: no normalizer data");
+  return *normalizer;
+}
+
+const icu::UnicodeSet& unicode9_characters() {
+  static const icu::UnicodeSet* set = [] {
+    UErrorCode status = U_ZERO_ERROR;
+    auto* made = new icu::UnicodeSet(u"[:age=9.0:]", status);
+    if (U_FAILURE(status)) throw std::runtime_error("ICU: cannot build [:age=9.0:]");
+    made->freeze();
+    return made;
+  }();
+  return *set;
+}
+
+// One filtered normalizer per form, made once (ICU's are thread-safe to use).
+const icu::Normalizer2* unicode9_normalizer(UnicodeForm form) {
+  static const icu::FilteredNormalizer2* forms[] = {
+      new icu::FilteredNormalizer2(icu_form(UnicodeForm::kNfc), unicode9_characters()),
+      new icu::FilteredNormalizer2(icu_form(UnicodeForm::kNfd), unicode9_characters()),
+      new icu::FilteredNormalizer2(icu_form(UnicodeForm::kNfkc), unicode9_characters()),
+      new icu::FilteredNormalizer2(icu_form(UnicodeForm::kNfkd), unicode9_characters())};
+  return forms[int(form)];
+}
+
+// Every byte below `bound`: ASCII (< 0x80) is in every form; below 0xCC
+// (code points below U+0300, continuation bytes included) is NFC.
+bool all_bytes_below(std::string_view text, unsigned bound) {
+  unsigned high = 0;
+  for (char c : text) high |= static_cast<unsigned char>(c) >= bound;
+  return high == 0;
+}
+
+}  // namespace
+
+UnicodeNormalizer::UnicodeNormalizer(UnicodeForm form)
+    : form_(form), normalizer_(unicode9_normalizer(form)) {}
+
+bool UnicodeNormalizer::normalize(std::string_view text, std::string& out) const {
+  if (all_bytes_below(text, form_ == UnicodeForm::kNfc ? 0xCC : 0x80)) return false;
+  const auto* normalizer = static_cast<const icu::Normalizer2*>(normalizer_);
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::StringPiece piece(text.data(), int32_t(text.size()));
+  if (normalizer->isNormalizedUTF8(piece, status) && U_SUCCESS(status)) return false;
+  out.clear();
+  icu::StringByteSink<std::string> sink(&out, int32_t(text.size()));
+  status = U_ZERO_ERROR;
+  normalizer->normalizeUTF8(0, piece, sink, nullptr, status);
+  if (U_FAILURE(status))
+    throw std::runtime_error(std::string("ICU normalization failed: ") + u_errorName(status));
+  return true;
+}
+
+}  // namespace moelab
