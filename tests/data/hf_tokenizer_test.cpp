@@ -16,52 +16,12 @@
 #include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "data_test_util.h"
+#include "tokenizer_texts.h"
 
 namespace moelab::testing {
 namespace {
 
 using nlohmann::json;
-
-// Text chosen to break a byte-level or SentencePiece-style encoder.
-std::vector<std::string> adversarial_texts() {
-  std::vector<std::string> texts = {
-      "",
-      " ",
-      "   \t  ",
-      "\n\n\n",
-      "line one\r\nline two\r\n\r\n",
-      "tabs\tand\t\ttabs \t mixed",
-      "  leading and trailing  ",
-      "digits 1234567890123 3.14159 1,000,000 007",
-      "it's I'M they'LL you'VE we'D she'S 'S 'll Don't",
-      "emoji \xF0\x9F\x98\x80\xF0\x9F\x90\x88 family "
-      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 flag "
-      "\xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
-      "combining cafe\xCC\x81 n\xCC\x83 a\xCC\x8A\xCC\x81",
-      "CJK \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE6\x96\x87 "
-      "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
-      "RTL \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 123",
-      "zero\xE2\x80\x8Bwidth \xC2\xA0nbsp \xE3\x80\x80ideographic space",
-      std::string("nul\0inside\0", 12),
-      "special <|endoftext|> inside <|end_of_text|><|begin_of_text|> text </s><s>",
-      "<|endoftext|>",
-      "<s>starts with a special token</s> and goes on",
-      "</s>",
-      "<|endoftext|><|endoftext|>  <|endoftext",
-      "\xE2\x96\x81"
-      "already \xE2\x96\x81"
-      "escaped",
-      "<0x41> <unk> look like pieces",
-      "trailing spaces   ",
-      "ends in newline\n",
-  };
-  std::string long_line;
-  while (long_line.size() < 200000) long_line += make_document(int(long_line.size()) % 977) + " ";
-  texts.push_back(long_line);
-  texts.push_back(std::string(5000, 'a'));
-  texts.push_back(std::string(3000, ' ') + "x");
-  return texts;
-}
 
 std::vector<std::string> test_documents() {
   std::vector<std::string> docs;
@@ -69,7 +29,7 @@ std::vector<std::string> test_documents() {
   for (const std::string& doc : fortune_documents()) {
     if (is_valid_utf8(doc)) docs.push_back(doc);
   }
-  for (const std::string& doc : adversarial_texts()) docs.push_back(doc);
+  for (const std::string& doc : tokenizer_adversarial_texts()) docs.push_back(doc);
   return docs;
 }
 
@@ -88,7 +48,8 @@ class Reference {
     for (size_t i = 0; i < fortunes.size() && i < 1000; ++i) {
       if (is_valid_utf8(fortunes[i])) train.push_back(fortunes[i]);
     }
-    for (const std::string& doc : adversarial_texts()) train.push_back(doc.substr(0, 500));
+    for (const std::string& doc : tokenizer_adversarial_texts())
+      train.push_back(doc.substr(0, 500));
     write_json(dir_ / "train.json", train);
     write_json(dir_ / "docs.json", docs_);
   }
@@ -183,7 +144,8 @@ TEST(HfTokenizer, EosIsTheFilesOwnOrTheOneGiven) {
   expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); }, "--eos-token");
 }
 
-// Whatever the file names and moelab does not implement is refused by name.
+// Whatever the file names and moelab does not implement is refused by name
+// (the component and the field that holds it, in the file).
 TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
   const json gpt2 = json::parse(read_bytes(reference().path("gpt2", "gpt2.json")));
   const json llama3 = json::parse(read_bytes(reference().path("llama3", "llama3.json")));
@@ -201,22 +163,45 @@ TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
                                   const std::string& name) {
     expect_refused_in(gpt2, pointer, value, name);
   };
-  expect_refused("/normalizer", {{"type", "NFC"}}, "normalizer NFC");
-  expect_refused("/pre_tokenizer", {{"type", "Digits"}, {"individual_digits", true}},
-                 "pre-tokenizer Digits");
+  for (const char* type : {"BertNormalizer", "Precompiled", "StripAccents", "Nmt", "ByteLevel"}) {
+    expect_refused("/normalizer", {{"type", type}}, std::string("normalizer: normalizer ") + type);
+  }
+  expect_refused("/normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Nmt"}}}}},
+                 "normalizer.normalizers[0]: normalizer Nmt");
+  for (const char* type : {"BertPreTokenizer", "UnicodeScripts", "CharDelimiterSplit"}) {
+    expect_refused("/pre_tokenizer", {{"type", type}}, std::string("pre-tokenizer ") + type);
+  }
+  const json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}};
+  expect_refused("/pre_tokenizer",
+                 {{"type", "Sequence"}, {"pretokenizers", {gpt2["pre_tokenizer"], metaspace}}},
+                 "pre_tokenizer.pretokenizers[1]: pre-tokenizer Metaspace after ByteLevel");
+  expect_refused("/pre_tokenizer",
+                 {{"type", "Sequence"}, {"pretokenizers", {metaspace, gpt2["pre_tokenizer"]}}},
+                 "pre-tokenizer ByteLevel after Metaspace");
   expect_refused("/pre_tokenizer",
                  {{"type", "Split"},
-                  {"pattern", {{"Regex", "\\s+"}}},
-                  {"behavior", "Removed"},
+                  {"pattern", {{"Regex", "x"}}},
+                  {"behavior", "Sideways"},
                   {"invert", false}},
-                 "Split with behavior Removed");
-  expect_refused("/model/type", "WordPiece", "model WordPiece");
+                 "pre_tokenizer.behavior: expected Removed, Isolated");
+  expect_refused("/model/type", "WordPiece", "model: model WordPiece");
   expect_refused("/model/type", "Unigram", "model Unigram");
-  expect_refused("/model/dropout", 0.1, "BPE dropout");
-  expect_refused("/added_tokens/0/lstrip", true, "with lstrip");
-  expect_refused_in(llama3, "/pre_tokenizer/pretokenizers/1/add_prefix_space", true,
-                    "ByteLevel with add_prefix_space after Split");
-  expect_refused_in(llama3, "/normalizer", {{"type", "NFKC"}}, "normalizer NFKC");
+  expect_refused("/model/dropout", 0.1, "model.dropout: BPE dropout");
+  expect_refused("/model/continuing_subword_prefix", "##", "BPE continuing_subword_prefix");
+  expect_refused("/post_processor", {{"type", "RobertaProcessing"}},
+                 "post-processor RobertaProcessing");
+  expect_refused("/post_processor", {{"type", "BertProcessing"}},
+                 "post_processor: post-processor BertProcessing");
+  expect_refused("/decoder", {{"type", "WordPiece"}}, "decoder: decoder WordPiece");
+  expect_refused("/decoder", {{"type", "CTC"}}, "decoder CTC");
+  expect_refused("/truncation", {{"max_length", 512}}, "truncation: truncation");
+  expect_refused("/padding", {{"strategy", "BatchLongest"}}, "padding: padding");
+  json first = llama3;
+  first["normalizer"] = {{"type", "Strip"}, {"strip_left", true}, {"strip_right", false}};
+  expect_refused_in(
+      first, "/pre_tokenizer",
+      {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}},
+      "Metaspace prepend_scheme \"first\" after a Strip or Replace normalizer");
 }
 
 // SentencePiece-style files cannot give back a "▁" of the text (it decodes

@@ -103,8 +103,14 @@ def sentencepiece_files(train):
     llama2["normalizer"] = {"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": METASPACE},
         {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}]}
+    llama2["decoder"] = {"type": "Sequence", "decoders": [  # as Llama 2's file has it
+        {"type": "Replace", "pattern": {"String": METASPACE}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
     metaspace["pre_tokenizer"] = {"type": "Metaspace", "replacement": METASPACE,
                                   "prepend_scheme": "first", "split": True}
+    metaspace["decoder"] = {"type": "Metaspace", "replacement": METASPACE,
+                            "prepend_scheme": "first", "split": True}
     return {"llama2": llama2, "metaspace": metaspace}
 
 
