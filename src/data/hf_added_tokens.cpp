@@ -107,7 +107,8 @@ void AddedTokenMatcher::split(std::string_view text,
     if (token.lstrip) begin = std::max(whitespace_run_before(text, begin), emitted);
     if (token.rstrip) end = whitespace_run_after(text, end);
     if (emitted < begin) emit(emitted, begin, -1);
-    emit(begin, end, token.id);
+    // A span the whitespace of an rstrip before it took whole is no token.
+    if (begin < end) emit(begin, end, token.id);
     emitted = end;
   }
   if (emitted < text.size()) emit(emitted, text.size(), -1);

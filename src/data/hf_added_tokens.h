@@ -36,8 +36,8 @@ class AddedTokenMatcher {
 
   // Cuts `text` into consecutive spans, calling emit(begin, end, id) for an
   // added token and emit(begin, end, -1) for the text between (empty spans
-  // left out). Spans are find_matches's: an rstrip token's span can reach
-  // past where the next match starts, as in `tokenizers`.
+  // left out, tokens included). Spans are find_matches's: an rstrip token's
+  // span can reach past where the next match starts, as in `tokenizers`.
   void split(std::string_view text, FunctionRef<void(size_t, size_t, int64_t)> emit) const;
 
  private:

@@ -120,18 +120,16 @@ class PrependStep : public NormalizerStep {
 std::unique_ptr<NormalizerStep> replace_step(const JsonNode& node, ScratchLayout& layout) {
   const JsonNode pattern = node["pattern"];
   std::string content = node["content"].text();
+  const std::string where = node.origin() + ": " + pattern.path();
   if (pattern.has("Regex")) {
     return std::make_unique<ReplaceStep>(
-        "",
-        std::make_unique<SplitRegex>(pattern["Regex"].text(), RegexDialect::kOniguruma,
-                                     node.origin()),
+        "", std::make_unique<SplitRegex>(pattern["Regex"].text(), RegexDialect::kOniguruma, where),
         std::move(content), layout);
   }
   const std::string literal = pattern["String"].text();
   // The empty string is a regex that matches between every two characters.
   std::unique_ptr<SplitRegex> regex =
-      literal.empty() ? std::make_unique<SplitRegex>("", RegexDialect::kOniguruma, node.origin())
-                      : nullptr;
+      literal.empty() ? std::make_unique<SplitRegex>("", RegexDialect::kOniguruma, where) : nullptr;
   return std::make_unique<ReplaceStep>(literal, std::move(regex), std::move(content), layout);
 }
 

@@ -254,7 +254,8 @@ void HfPreTokenizer::add(const JsonNode& node, ScratchLayout& layout) {
   if (type == "Split") {
     const bool invert = node["invert"].boolean();
     steps_.push_back(std::make_unique<SplitStep>(split_pattern(node), behavior_of(node), invert,
-                                                 node.origin(), layout));
+                                                 node.origin() + ": " + node["pattern"].path(),
+                                                 layout));
   } else if (type == "Punctuation") {
     const SplitBehavior behavior =
         node.has("behavior") ? behavior_of(node) : SplitBehavior::kIsolated;

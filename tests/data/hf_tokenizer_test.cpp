@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -30,6 +31,15 @@ std::vector<std::string> test_documents() {
     if (is_valid_utf8(doc)) docs.push_back(doc);
   }
   for (const std::string& doc : tokenizer_adversarial_texts()) docs.push_back(doc);
+  for (const std::string& doc : tokenizer_hard_case_texts()) docs.push_back(doc);
+  // Around the added tokens of composite.json and characters.json, whose
+  // options (lstrip, rstrip, single_word, normalized) decide where they match.
+  for (const char* doc : {"HELLO world [MASK] x", "a  [MASK]  b", "[MASK]", " [MASK]x[MASK] ",
+                          "sword wor word wor. (wor)", "x<sep>  y <SEP> <sep>", "hello  Hello  ",
+                          "state-of-the-art 12345 3.14!! -x- --", " <mask> Hello <mask>x",
+                          "a\t\t  b   c", "Caf\xC3\xA9 CAFE\xCC\x81 \xEF\xAC\x81"}) {
+    docs.push_back(doc);
+  }
   return docs;
 }
 
@@ -64,8 +74,8 @@ class Reference {
     }
     return dir_ / file;
   }
-  std::vector<std::vector<uint32_t>> ids(const std::string& name) {
-    return json::parse(read_bytes(path(name, name + ".ids.json")))
+  std::vector<std::vector<uint32_t>> ids(const std::string& name, const std::string& kind = "ids") {
+    return json::parse(read_bytes(path(name, name + "." + kind + ".json")))
         .get<std::vector<std::vector<uint32_t>>>();
   }
 
@@ -117,7 +127,30 @@ TEST_P(HfTokenizerIds, SameIdsAsTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, HfTokenizerIds,
-                         ::testing::Values("gpt2", "prefix", "llama3", "llama2", "metaspace"));
+                         ::testing::Values("gpt2", "prefix", "llama3", "llama2", "metaspace",
+                                           "composite", "characters"));
+
+// The template "<bos> $A <|endoftext|>" ends with the EOS: documents get
+// <bos> in front and keep one EOS, exactly `tokenizers`' ids with
+// add_special_tokens=True.
+TEST(HfTokenizer, TemplateTokensGoAroundDocumentsAsTokenizersPutsThem) {
+  const Tokenizer plain = hf_tokenizer("composite");
+  ASSERT_TRUE(plain.has_document_template());
+  const Tokenizer with_template = plain.with_special_tokens(true);
+  EXPECT_EQ(with_template.settings().add_special_tokens, std::optional<bool>(true));
+  const auto ours = with_template.encode_documents(reference().docs());
+  const auto theirs = reference().ids("composite", "template_ids");
+  ASSERT_EQ(ours.size(), theirs.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < ours.size(); ++i) mismatches += ours[i] != theirs[i];
+  EXPECT_EQ(mismatches, 0u) << "of " << ours.size();
+  // Off, or a file without a template: the ids of add_special_tokens=False.
+  EXPECT_EQ(plain.with_special_tokens(false).encode_documents(reference().docs()),
+            reference().ids("composite"));
+  EXPECT_FALSE(hf_tokenizer("llama3").has_document_template());
+  EXPECT_EQ(hf_tokenizer("llama3").with_special_tokens(true).settings().add_special_tokens,
+            std::nullopt);
+}
 
 class TiktokenIds : public ::testing::TestWithParam<std::string> {};
 
@@ -283,6 +316,63 @@ TEST(HfTokenizer, PrepRecordsTheFileAndItsKind) {
   // A tokenizer file that does not match the shards is caught.
   write_text(dir / "out/tokenizer.json", read_bytes(reference().path("gpt2", "gpt2.json")));
   expect_input_error([&] { read_dataset_info(dir / "out", "train"); }, "checksum");
+}
+
+// prep puts the template's tokens (composite.json: <bos> ... <|endoftext|>)
+// around each document unless told not to, and the dataset records which, so
+// whatever reads its tokenizer back encodes the same way.
+TEST(HfTokenizer, PrepAppliesTheTemplateUnlessNoBosAndRecordsIt) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", make_text_corpus(0, 20));
+  const Tokenizer plain = hf_tokenizer("composite");
+  const json file = json::parse(plain.file_bytes());
+  const int64_t bos = file["post_processor"]["special_tokens"]["<bos>"]["ids"][0];
+  std::map<bool, std::string> checksums;
+  for (bool add : {true, false}) {
+    const std::string out = dir / (add ? "with" : "without");
+    PrepOptions options = small_prep_options({dir / "corpus.txt"}, out);
+    options.tokenizer_model = reference().path("composite", "composite.json");
+    options.add_special_tokens = add;
+    checksums[add] = run_prep(options).tokenizer_checksum;
+    const auto docs = split_documents(out, "train");
+    ASSERT_EQ(docs.size(), 20u);
+    for (const auto& doc : docs) {
+      EXPECT_EQ(doc.front() == bos, add);
+      EXPECT_EQ(doc.back(), plain.eos_id());
+      EXPECT_NE(doc[doc.size() - 2], plain.eos_id());  // the template's EOS is the one EOS
+    }
+    const json settings = json::parse(read_bytes(out + "/tokenizer_settings.json"));
+    EXPECT_EQ(settings["add_special_tokens"], add);
+    const Tokenizer recorded = Tokenizer::from_dataset(out);
+    EXPECT_EQ(recorded.settings().add_special_tokens, std::optional<bool>(add));
+    const std::vector<int64_t> first = docs[0];
+    const auto again = recorded.encode_documents({make_document(0)})[0];
+    EXPECT_EQ(std::vector<int64_t>(again.begin(), again.end()), first);
+    EXPECT_EQ(json::parse(read_bytes(out + "/prep.json")).contains("no_bos"), !add);
+  }
+  EXPECT_NE(checksums[true], checksums[false]);
+}
+
+// Files without a template keep the settings record (and so the checksums)
+// datasets had before templates were read; a dataset whose record has no
+// add_special_tokens is read without the template.
+TEST(HfTokenizer, SettingsRecordMentionsTemplatesOnlyForFilesWithOne) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", make_text_corpus(0, 5));
+  PrepOptions options = small_prep_options({dir / "corpus.txt"}, dir / "out");
+  options.tokenizer_model = reference().path("llama3", "llama3.json");
+  run_prep(options);
+  EXPECT_EQ(
+      read_bytes(dir / "out/tokenizer_settings.json"),
+      json({{"kind", "tokenizer.json"}, {"eos_token", ""}, {"tiktoken_pattern", ""}}).dump(2) +
+          "\n");
+  write_text(dir / "old/tokenizer.json", hf_tokenizer("composite").file_bytes());
+  write_text(
+      dir / "old/tokenizer_settings.json",
+      json({{"kind", "tokenizer.json"}, {"eos_token", ""}, {"tiktoken_pattern", ""}}).dump());
+  const Tokenizer old = Tokenizer::from_dataset(dir / "old");
+  EXPECT_EQ(old.settings().add_special_tokens, std::nullopt);
+  EXPECT_EQ(old.encode_documents({"x"}), hf_tokenizer("composite").encode_documents({"x"}));
 }
 
 }  // namespace
