@@ -7,8 +7,9 @@
 // code point and every combining mark against it).
 //
 // Text already in the form costs one scan: a byte scan for ASCII (and, for
-// NFC, anything below U+0300), then ICU's quick check; only text that
-// fails it is normalised into a buffer.
+// NFC, anything below U+0300), then ICU's quick check with its own data (text
+// in the form by it is in the form by Unicode 9.0's); only text that fails it
+// is normalised into a buffer.
 #pragma once
 
 #include <string>
@@ -27,7 +28,10 @@ class UnicodeNormalizer {
 
  private:
   UnicodeForm form_;
-  const void* normalizer_;  // icu::Normalizer2, the filtered one (static, thread-safe)
+  // icu::Normalizer2s (static, thread-safe): ICU's own, which checks, and the
+  // one filtered to Unicode 9.0, which normalises.
+  const void* check_;
+  const void* normalizer_;
 };
 
 }  // namespace moelab
