@@ -34,10 +34,14 @@ std::vector<std::string> test_documents() {
   for (const std::string& doc : tokenizer_hard_case_texts()) docs.push_back(doc);
   // Around the added tokens of composite.json and characters.json, whose
   // options (lstrip, rstrip, single_word, normalized) decide where they match.
-  for (const char* doc : {"HELLO world [MASK] x", "a  [MASK]  b", "[MASK]", " [MASK]x[MASK] ",
-                          "sword wor word wor. (wor)", "x<sep>  y <SEP> <sep>", "hello  Hello  ",
-                          "state-of-the-art 12345 3.14!! -x- --", " <mask> Hello <mask>x",
-                          "a\t\t  b   c", "Caf\xC3\xA9 CAFE\xCC\x81 \xEF\xAC\x81"}) {
+  for (const char* doc :
+       {"HELLO world [MASK] x", "a  [MASK]  b", "[MASK]", " [MASK]x[MASK] ",
+        "sword wor word wor. (wor)", "x<sep>  y <SEP> <sep>", "hello  Hello  ",
+        "state-of-the-art 12345 3.14!! -x- --", " <mask> Hello <mask>x", "a\t\t  b   c",
+        "Caf\xC3\xA9 CAFE\xCC\x81 \xEF\xAC\x81",
+        "\xE6\x9C\xAC\xE6\x97\xA5\xE6\x9C\xAC x\xE6\x9C\xAC\xE6\x97\xA5\xE6\x97\xA5"
+        "\xE6\x9C\xAC"
+        "y"}) {
     docs.push_back(doc);
   }
   return docs;
@@ -221,6 +225,11 @@ TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
   expect_refused("/model/type", "Unigram", "model Unigram");
   expect_refused("/model/dropout", 0.1, "model.dropout: BPE dropout");
   expect_refused("/model/continuing_subword_prefix", "##", "BPE continuing_subword_prefix");
+  expect_refused("/model/end_of_word_suffix", "</w>", "BPE end_of_word_suffix");
+  expect_refused("/model/type", "WordLevel", "model WordLevel");
+  expect_refused("/decoder", {{"type", "BPEDecoder"}, {"suffix", "</w>"}}, "decoder BPEDecoder");
+  expect_refused("/decoder", {{"type", "Replace"}, {"pattern", {{"Regex", "x"}}}, {"content", "y"}},
+                 "decoder Replace of a regex");
   expect_refused("/post_processor", {{"type", "RobertaProcessing"}},
                  "post-processor RobertaProcessing");
   expect_refused("/post_processor", {{"type", "BertProcessing"}},

@@ -16,8 +16,9 @@ tokenizer files in the shapes real models ship:
                  combines (NFKD, Lowercase, Replace, Strip; Split, Punctuation,
                  Digits, WhitespaceSplit, ByteLevel with a prefix space), added
                  tokens with every option and a template that ends with EOS
-  characters.json  character-level BPE with an unknown token, behind NFD and
-                 Lowercase, Whitespace then Metaspace ("first", no split)
+  characters.json  character-level BPE with an unknown token and byte pieces
+                 for a few bytes, behind NFD and Lowercase, Whitespace then
+                 Metaspace ("first", no split)
   ranks.tiktoken  Llama 3's byte-level vocabulary as tiktoken ranks
 for each NAME asked for (gpt2, prefix, llama3, llama2, metaspace, composite,
 characters, or tiktoken_gpt2 / tiktoken_cl100k / tiktoken_o200k for
@@ -152,7 +153,7 @@ def composite_spec(train):
 
 
 def characters_spec(train):
-    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=False))
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=False, byte_fallback=True))
     tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Whitespace(),
@@ -162,7 +163,14 @@ def characters_spec(train):
                                   limit_alphabet=60, show_progress=False)
     tok.train_from_iterator(train, trainer)
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, normalized=False)])
-    return json.loads(tok.to_str())
+    spec = json.loads(tok.to_str())
+    # Byte pieces for a few bytes only: characters of them fall back to bytes,
+    # other unknown ones become <unk> (which waits for the next known character).
+    vocab = spec["model"]["vocab"]
+    for byte in "\u65e5".encode():  # 日 falls back to bytes, 本 (E6 9C AC) is <unk>
+        vocab[f"<0x{byte:02X}>"] = len(vocab)
+    spec["added_tokens"][-1]["id"] = len(vocab)
+    return spec
 
 
 def hf_spec(name, train):
