@@ -1,10 +1,7 @@
 #include "data/unicode_chars.h"
 
 #include <unicode/uchar.h>
-#include <unicode/uniset.h>
-
-#include <stdexcept>
-
+#include "data/icu_set.h"
 #include "data/utf8.h"
 
 namespace moelab {
@@ -15,13 +12,8 @@ namespace {
 // P* characters of 8.0, plus the two whose category has changed since
 // (U+166D CANADIAN SYLLABICS CHI SIGN and U+111C9 SHARADA SANDHI MARK were Po).
 const icu::UnicodeSet& unicode8_punctuation() {
-  static const icu::UnicodeSet* set = [] {
-    UErrorCode status = U_ZERO_ERROR;
-    auto* made = new icu::UnicodeSet(u"[[[:P:]&[:age=8.0:]]\\u166D\\U000111C9]", status);
-    if (U_FAILURE(status)) throw std::runtime_error("ICU: cannot build the punctuation set");
-    made->freeze();
-    return made;
-  }();
+  static const icu::UnicodeSet* set =
+      frozen_unicode_set(u"[[[:P:]&[:age=8.0:]]\\u166D\\U000111C9]");
   return *set;
 }
 

@@ -2,43 +2,28 @@
 
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
-#include <unicode/uniset.h>
 
 #include <stdexcept>
+
+#include "data/icu_set.h"
 
 namespace moelab {
 
 namespace {
 
 const icu::Normalizer2& icu_form(UnicodeForm form) {
+  using Instance = const icu::Normalizer2* (*)(UErrorCode&);
+  static constexpr Instance kInstances[] = {
+      &icu::Normalizer2::getNFCInstance, &icu::Normalizer2::getNFDInstance,
+      &icu::Normalizer2::getNFKCInstance, &icu::Normalizer2::getNFKDInstance};
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2* normalizer = nullptr;
-  switch (form) {
-    case UnicodeForm::kNfc:
-      normalizer = icu::Normalizer2::getNFCInstance(status);
-      break;
-    case UnicodeForm::kNfd:
-      normalizer = icu::Normalizer2::getNFDInstance(status);
-      break;
-    case UnicodeForm::kNfkc:
-      normalizer = icu::Normalizer2::getNFKCInstance(status);
-      break;
-    case UnicodeForm::kNfkd:
-      normalizer = icu::Normalizer2::getNFKDInstance(status);
-      break;
-  }
+  const icu::Normalizer2* normalizer = kInstances[int(form)](status);
   if (U_FAILURE(status)) throw std::runtime_error("ICU: no normalizer data");
   return *normalizer;
 }
 
 const icu::UnicodeSet& unicode9_characters() {
-  static const icu::UnicodeSet* set = [] {
-    UErrorCode status = U_ZERO_ERROR;
-    auto* made = new icu::UnicodeSet(u"[:age=9.0:]", status);
-    if (U_FAILURE(status)) throw std::runtime_error("ICU: cannot build [:age=9.0:]");
-    made->freeze();
-    return made;
-  }();
+  static const icu::UnicodeSet* set = frozen_unicode_set(u"[:age=9.0:]");
   return *set;
 }
 
