@@ -6,13 +6,15 @@
 #include <string>
 
 #include "data/json_node.h"
+#include "util/error.h"
 
 namespace moelab {
 
 [[noreturn]] inline void refuse_component(const JsonNode& node, const std::string& what) {
-  node.fail(what +
-            " is not supported by moelab's tokenizer.json reader (docs/data.md lists what it "
-            "reads)");
+  throw InputError(node.origin() + ": " + what +
+                   " is not supported by moelab's tokenizer.json reader (at " +
+                   (node.path().empty() ? std::string("the top level") : node.path()) +
+                   "; docs/data.md lists what it reads)");
 }
 
 }  // namespace moelab

@@ -196,54 +196,69 @@ TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
     expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); },
                        dir / "tokenizer.json");
   };
+  const auto refused = [](const std::string& what, const std::string& at) {
+    return what + " is not supported by moelab's tokenizer.json reader (at " + at + ";";
+  };
   const auto expect_refused = [&](const std::string& pointer, const json& value,
                                   const std::string& name) {
     expect_refused_in(gpt2, pointer, value, name);
   };
   for (const char* type : {"BertNormalizer", "Precompiled", "StripAccents", "Nmt", "ByteLevel"}) {
-    expect_refused("/normalizer", {{"type", type}}, std::string("normalizer: normalizer ") + type);
+    expect_refused("/normalizer", {{"type", type}},
+                   refused("normalizer " + std::string(type), "normalizer"));
   }
   expect_refused("/normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Nmt"}}}}},
-                 "normalizer.normalizers[0]: normalizer Nmt");
+                 refused("normalizer Nmt", "normalizer.normalizers[0]"));
   for (const char* type : {"BertPreTokenizer", "UnicodeScripts", "CharDelimiterSplit"}) {
-    expect_refused("/pre_tokenizer", {{"type", type}}, std::string("pre-tokenizer ") + type);
+    expect_refused("/pre_tokenizer", {{"type", type}},
+                   refused("pre-tokenizer " + std::string(type), "pre_tokenizer"));
   }
   const json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}};
-  expect_refused("/pre_tokenizer",
-                 {{"type", "Sequence"}, {"pretokenizers", {gpt2["pre_tokenizer"], metaspace}}},
-                 "pre_tokenizer.pretokenizers[1]: pre-tokenizer Metaspace after ByteLevel");
-  expect_refused("/pre_tokenizer",
-                 {{"type", "Sequence"}, {"pretokenizers", {metaspace, gpt2["pre_tokenizer"]}}},
-                 "pre-tokenizer ByteLevel after Metaspace");
+  expect_refused(
+      "/pre_tokenizer",
+      {{"type", "Sequence"}, {"pretokenizers", {gpt2["pre_tokenizer"], metaspace}}},
+      refused("pre-tokenizer Metaspace after ByteLevel", "pre_tokenizer.pretokenizers[1]"));
+  expect_refused(
+      "/pre_tokenizer",
+      {{"type", "Sequence"}, {"pretokenizers", {metaspace, gpt2["pre_tokenizer"]}}},
+      refused("pre-tokenizer ByteLevel after Metaspace", "pre_tokenizer.pretokenizers[1]"));
   expect_refused("/pre_tokenizer",
                  {{"type", "Split"},
                   {"pattern", {{"Regex", "x"}}},
                   {"behavior", "Sideways"},
                   {"invert", false}},
                  "pre_tokenizer.behavior: expected Removed, Isolated");
-  expect_refused("/model/type", "WordPiece", "model: model WordPiece");
-  expect_refused("/model/type", "Unigram", "model Unigram");
-  expect_refused("/model/dropout", 0.1, "model.dropout: BPE dropout");
-  expect_refused("/model/continuing_subword_prefix", "##", "BPE continuing_subword_prefix");
-  expect_refused("/model/end_of_word_suffix", "</w>", "BPE end_of_word_suffix");
-  expect_refused("/model/type", "WordLevel", "model WordLevel");
-  expect_refused("/decoder", {{"type", "BPEDecoder"}, {"suffix", "</w>"}}, "decoder BPEDecoder");
+  for (const char* type : {"WordPiece", "Unigram", "WordLevel"}) {
+    expect_refused("/model/type", type, refused("model " + std::string(type), "model"));
+  }
+  expect_refused("/model/dropout", 0.1, refused("BPE dropout", "model.dropout"));
+  expect_refused("/model/continuing_subword_prefix", "##",
+                 refused("BPE continuing_subword_prefix", "model.continuing_subword_prefix"));
+  expect_refused("/model/end_of_word_suffix", "</w>",
+                 refused("BPE end_of_word_suffix", "model.end_of_word_suffix"));
+  expect_refused("/decoder", {{"type", "BPEDecoder"}, {"suffix", "</w>"}},
+                 refused("decoder BPEDecoder", "decoder"));
   expect_refused("/decoder", {{"type", "Replace"}, {"pattern", {{"Regex", "x"}}}, {"content", "y"}},
-                 "decoder Replace of a regex");
+                 refused("decoder Replace of a regex or \"\"", "decoder"));
   expect_refused("/post_processor", {{"type", "RobertaProcessing"}},
-                 "post-processor RobertaProcessing");
+                 refused("post-processor RobertaProcessing", "post_processor"));
   expect_refused("/post_processor", {{"type", "BertProcessing"}},
-                 "post_processor: post-processor BertProcessing");
-  expect_refused("/decoder", {{"type", "WordPiece"}}, "decoder: decoder WordPiece");
-  expect_refused("/decoder", {{"type", "CTC"}}, "decoder CTC");
-  expect_refused("/truncation", {{"max_length", 512}}, "truncation: truncation");
-  expect_refused("/padding", {{"strategy", "BatchLongest"}}, "padding: padding");
+                 refused("post-processor BertProcessing", "post_processor"));
+  for (const char* type : {"WordPiece", "CTC"}) {
+    expect_refused("/decoder", {{"type", type}},
+                   refused("decoder " + std::string(type), "decoder"));
+  }
+  expect_refused("/truncation", {{"max_length", 512}},
+                 refused("truncation (moelab encodes whole documents)", "truncation"));
+  expect_refused("/padding", {{"strategy", "BatchLongest"}},
+                 refused("padding (moelab encodes whole documents)", "padding"));
   json first = llama3;
   first["normalizer"] = {{"type", "Strip"}, {"strip_left", true}, {"strip_right", false}};
   expect_refused_in(
       first, "/pre_tokenizer",
       {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}},
-      "Metaspace prepend_scheme \"first\" after a Strip or Replace normalizer");
+      refused("Metaspace prepend_scheme \"first\" after a Strip or Replace normalizer",
+              "pre_tokenizer"));
 }
 
 // SentencePiece-style files cannot give back a "▁" of the text (it decodes
