@@ -51,6 +51,10 @@ const RealFile kRealFiles[] = {
     {"o200k", "o200k_base.tiktoken.zst", "<|endoftext|>", "o200k"},
 };
 
+void PrintTo(const RealFile& file, std::ostream* out) {
+  *out << file.name;
+}
+
 std::string shared_data_dir() {
   const char* overridden = std::getenv("MOELAB_SHARED_DATA");
   return overridden && *overridden ? overridden : MOELAB_SHARED_DATA;
