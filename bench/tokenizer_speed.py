@@ -2,12 +2,14 @@
 and tiktoken, on the same documents with the same vocabulary. Run through
 bench/tokenizer_speed.sh, which sets the peers to one thread.
 
-    tokenizer_speed.py TEXT_FILE BENCH_BINARY WORK_DIR [REPEATS]
+    tokenizer_speed.py TEXT_FILE BENCH_BINARY WORK_DIR REPEATS [TOKENIZER_JSON...]
 
 Trains an 8k-vocabulary byte-level BPE (Llama 3 shape: Split regex +
 ByteLevel) on the text with `tokenizers`, writes it as tokenizer.json and as a
 .tiktoken file (cl100k pattern), checks that all three give identical ids,
-then times them in interleaved repeats and prints medians.
+then times them in interleaved repeats and prints medians. Then the same for
+each published TOKENIZER_JSON (its name the folder it sits in) against
+`tokenizers`: MB/s of both, their ratio, and whether the ids are identical.
 """
 
 import base64
@@ -51,9 +53,41 @@ def moelab_run(binary, text, args, extra):
     return [float(line.split()[1]) for line in out.splitlines() if line.startswith("seconds")]
 
 
+def tokenizers_seconds(tok, docs):
+    """The faster of `tokenizers`' two batch paths (encode_batch_fast skips offsets)."""
+    times = []
+    for encode in (tok.encode_batch, tok.encode_batch_fast):
+        start = time.perf_counter()
+        encode(docs, add_special_tokens=False)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def published_row(path, text, binary, work, repeats, docs, megabytes):
+    """One published tokenizer.json against `tokenizers`: MB/s, ratio, ids identical."""
+    args = ["--tokenizer", path]
+    moelab_run(binary, text, args, ["--ids-out", f"{work}/published.ids.json"])
+    tok = Tokenizer.from_file(path)
+    with open(f"{work}/published.ids.json") as f:
+        ours = json.load(f)
+    eos = ours[0][-1]
+    same = ours == [e.ids + [eos] for e in tok.encode_batch(docs, add_special_tokens=False)]
+    moelab_times, peer_times = [], []
+    for _ in range(repeats):  # interleaved, so load changes hit both alike
+        moelab_times += moelab_run(binary, text, args, [])
+        peer_times.append(tokenizers_seconds(tok, docs))
+    ours_mb_s = megabytes / statistics.median(moelab_times)
+    theirs_mb_s = megabytes / statistics.median(peer_times)
+    name = path.rsplit("/", 2)[-2]
+    print(f"{name:28s} {ours_mb_s:9.2f} {theirs_mb_s:11.2f} {ours_mb_s / theirs_mb_s:7.2f}x "
+          f"{'yes' if same else 'NO'}")
+    return same
+
+
 def main():
     text, binary, work = sys.argv[1:4]
     repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    published = sys.argv[5:]
     hf_args = ["--tokenizer", f"{work}/tokenizer.json"]
     tt_args = ["--tokenizer", f"{work}/bench.tiktoken", "--eos-token", "<|endoftext|>",
                "--tiktoken-pattern", "cl100k"]
@@ -105,7 +139,14 @@ def main():
     print(f"ratio moelab / tokenizers (its faster path): "
           f"{speed['moelab tokenizer.json'] / fastest:.2f}x")
     print(f"ratio moelab / tiktoken: {speed['moelab tiktoken'] / speed['tiktoken']:.2f}x")
-    if not (same_hf and same_tt):
+    same_published = True
+    if published:
+        print(f"\npublished tokenizer.json, MB/s (median of {repeats}; tokenizers: its faster path)")
+        print(f"{'file':28s} {'moelab':>9s} {'tokenizers':>11s} {'ratio':>8s} ids identical")
+        for path in published:
+            same_published = published_row(path, text, binary, work, repeats, docs,
+                                           megabytes) and same_published
+    if not (same_hf and same_tt and same_published):
         sys.exit("ids differ")
 
 

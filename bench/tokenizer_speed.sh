@@ -2,6 +2,8 @@
 # Single-thread MB/s of moelab's tokenizer.json and tiktoken encoders against
 # `tokenizers` (encode_batch) and tiktoken (encode_ordinary), same documents,
 # same 8k byte-level BPE trained in the run; ids are checked identical first.
+# Then the published Llama 3.1, Qwen3 (NFC) and OLMoE (NFC) tokenizer.json
+# files (MOELAB_SHARED_DATA, default ../shared/data) against `tokenizers`.
 #   bench/tokenizer_speed.sh TEXT_FILE [REPEATS] [BENCH_BINARY]
 # e.g. bench/tokenizer_speed.sh ../shared/data/tinystories/valid-v1-TinyStories-valid-head.txt
 set -euo pipefail
@@ -10,10 +12,19 @@ text=${1:?usage: tokenizer_speed.sh TEXT_FILE [REPEATS] [BENCH_BINARY]}
 repeats=${2:-5}
 binary=${3:-build/bin/bench_tokenizer}
 root=$(cd "$(dirname "$0")/.." && pwd)
+shared=${MOELAB_SHARED_DATA:-$root/../shared/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+published=()
+for name in llama3.1-8b-instruct qwen3 olmo-gpt-neox-dolma-v1_5; do
+  mkdir -p "$work/$name"
+  zstd -q -d "$shared/tokenizers/$name/tokenizer.json.zst" -o "$work/$name/tokenizer.json"
+  published+=("$work/$name/tokenizer.json")
+done
 
 lscpu | grep -m1 'Model name' || true
 # One thread for every contender.
 export RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
-"$root/.venv/bin/python" "$root/bench/tokenizer_speed.py" "$text" "$binary" "$work" "$repeats"
+"$root/.venv/bin/python" "$root/bench/tokenizer_speed.py" "$text" "$binary" "$work" "$repeats" \
+  "${published[@]}"

@@ -25,6 +25,10 @@ find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
 # tokenizer.json and tiktoken tokenizers.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# ICU (Debian's libicu) gives tokenizer.json normalizers their Unicode
+# normalization forms (its filtered normalizer can hold them to the Unicode
+# version `tokenizers` uses) and character classes.
+find_package(ICU REQUIRED COMPONENTS uc)
 # SentencePiece is not linked: Debian's libsentencepiece carries its own
 # protobuf-lite 3.14, which cannot share a process with LibTorch's protobuf 3.21
 # (version checks fail or static initialisation crashes). The tokenizer runs
@@ -43,7 +47,7 @@ target_include_directories(moelab_deps SYSTEM BEFORE INTERFACE ${_fmt_first})
 target_link_libraries(moelab_deps INTERFACE
   ${TORCH_LIBRARIES} MPI::MPI_C ${HDF5_C_LIBRARIES} tomlplusplus::tomlplusplus
   spdlog::spdlog fmt::fmt CLI11::CLI11 nlohmann_json::nlohmann_json ZLIB::ZLIB zstd::libzstd_shared
-  ${XXHASH_LIBRARY} PkgConfig::PCRE2)
+  ${XXHASH_LIBRARY} PkgConfig::PCRE2 ICU::uc)
 target_include_directories(moelab_deps SYSTEM INTERFACE
   ${TORCH_INCLUDE_DIRS} ${HDF5_C_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIR})
 # Only MPI's C API is used; without these, <mpi.h> drags in the C++ bindings.

@@ -12,7 +12,7 @@ packages=(
   libhdf5-dev libtomlplusplus-dev libgtest-dev
   libsentencepiece-dev sentencepiece
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev libzstd-dev
-  libpcre2-dev
+  libpcre2-dev libicu-dev zstd
   python3-matplotlib python3-numpy python3-h5py
   fortunes
   slurmctld slurmd slurm-client munge libpmix-dev

@@ -20,6 +20,7 @@ struct PrepCommandOptions {
   std::string format = "text";
   std::string on_bad_json = "fail";
   std::string inspect;
+  bool no_bos = false;
 };
 
 void apply_choices(PrepCommandOptions* options) {
@@ -27,6 +28,7 @@ void apply_choices(PrepCommandOptions* options) {
   prep.corpus.format = parse_corpus_format(options->format);
   prep.corpus.on_bad_json =
       options->on_bad_json == "skip" ? BadJsonPolicy::kSkip : BadJsonPolicy::kFail;
+  prep.add_special_tokens = !options->no_bos;
 }
 
 void print_summary(const PrepOptions& prep, const PrepSummary& summary) {
@@ -93,6 +95,9 @@ void add_prep_command(CLI::App& root) {
                   ".tiktoken: required, numbered after the last rank)");
   sub->add_option("--tiktoken-pattern", prep.tokenizer_settings.tiktoken_pattern,
                   "Split regex of a .tiktoken file: gpt2, cl100k, o200k or a regex");
+  sub->add_flag("--no-bos", options->no_bos,
+                "tokenizer.json with a post-processor template: leave out its special tokens "
+                "(e.g. Llama's BOS) around each document");
   sub->add_option("--shard-tokens", prep.shard_tokens, "Target tokens per shard")
       ->capture_default_str();
   sub->add_option("--seed", prep.seed, "Seed for the validation carve-out and tokenizer sample")

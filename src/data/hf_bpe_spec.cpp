@@ -1,9 +1,10 @@
 #include "data/hf_bpe_spec.h"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
-#include "data/split_regex.h"
-#include "util/error.h"
+#include "data/hf_refusal.h"
 
 namespace moelab {
 
@@ -11,196 +12,154 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kMetaspace = "\xE2\x96\x81";  // "▁"
-
-[[noreturn]] void refuse(const std::string& origin, const std::string& what) {
-  throw InputError(origin + ": " + what +
-                   " is not supported by moelab's tokenizer.json reader (it reads BPE models "
-                   "with ByteLevel, Split(Isolated) and Metaspace pre-tokenizers and the "
-                   "Prepend+Replace(\" \"->\"\xE2\x96\x81\") normalizer)");
-}
-
-std::string type_of(const json& node, const std::string& origin, const std::string& where) {
-  if (!node.is_object() || !node.contains("type") || !node["type"].is_string()) {
-    throw InputError(origin + ": " + where + " has no \"type\"");
-  }
-  return node["type"].get<std::string>();
-}
-
-bool flag(const json& node, const char* key, bool fallback) {
-  return node.contains(key) && node[key].is_boolean() ? node[key].get<bool>() : fallback;
-}
-
-std::string string_field(const json& node, const char* key, const std::string& origin,
-                         const std::string& where) {
-  if (!node.contains(key) || !node[key].is_string()) {
-    throw InputError(origin + ": " + where + " lacks the string \"" + key + "\"");
-  }
-  return node[key].get<std::string>();
-}
-
-// Prepend("▁") followed or preceded by Replace(" " -> "▁"): Llama 2 / Mistral files.
-void parse_normalizer(const json& node, const std::string& origin, HfBpeSpec* spec) {
-  if (node.is_null()) return;
-  const std::string type = type_of(node, origin, "normalizer");
-  if (type != "Sequence") refuse(origin, "normalizer " + type);
-  bool prepend = false, replace = false;
-  for (const json& step : node.value("normalizers", json::array())) {
-    const std::string step_type = type_of(step, origin, "normalizer");
-    if (step_type == "Prepend" && step.value("prepend", "") == kMetaspace) {
-      prepend = true;
-    } else if (step_type == "Replace" && step.contains("pattern") &&
-               step["pattern"].value("String", "") == " " &&
-               step.value("content", "") == kMetaspace) {
-      replace = true;
-    } else {
-      refuse(origin, "normalizer " + step_type + " " + step.dump());
-    }
-  }
-  if (!replace) refuse(origin, "normalizer Sequence without Replace(\" \" -> \"\xE2\x96\x81\")");
-  spec->metaspace = true;
-  spec->prepend = prepend ? MetaspacePrepend::kUnconditional : MetaspacePrepend::kNever;
-}
-
-void parse_split(const json& step, const std::string& origin, HfBpeSpec* spec) {
-  const std::string behavior = step.value("behavior", "");
-  if (behavior != "Isolated") refuse(origin, "pre-tokenizer Split with behavior " + behavior);
-  if (flag(step, "invert", false)) refuse(origin, "pre-tokenizer Split with invert");
-  const json& pattern = step.contains("pattern") ? step["pattern"] : json();
-  if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string()) {
-    refuse(origin, "pre-tokenizer Split with a non-regex pattern " + pattern.dump());
-  }
-  spec->split_regexes.push_back(pattern["Regex"].get<std::string>());
-}
-
-void parse_metaspace(const json& step, const std::string& origin, HfBpeSpec* spec) {
-  if (step.value("replacement", "") != kMetaspace) {
-    refuse(origin, "pre-tokenizer Metaspace with replacement " + step.value("replacement", ""));
-  }
-  spec->metaspace = true;
-  spec->metaspace_split = flag(step, "split", true);
-  const std::string scheme = step.contains("prepend_scheme")
-                                 ? string_field(step, "prepend_scheme", origin, "Metaspace")
-                             : flag(step, "add_prefix_space", true) ? "always"
-                                                                    : "never";
-  if (scheme == "always") {
-    spec->prepend = MetaspacePrepend::kAlways;
-  } else if (scheme == "first") {
-    spec->prepend = MetaspacePrepend::kFirst;
-  } else if (scheme == "never") {
-    spec->prepend = MetaspacePrepend::kNever;
-  } else {
-    refuse(origin, "Metaspace prepend_scheme " + scheme);
-  }
-}
-
-void parse_pre_tokenizer_step(const json& step, const std::string& origin, HfBpeSpec* spec) {
-  const std::string type = type_of(step, origin, "pre_tokenizer");
-  if (spec->byte_level) refuse(origin, "pre-tokenizer " + type + " after ByteLevel");
-  if (type == "Split") {
-    parse_split(step, origin, spec);
-  } else if (type == "ByteLevel") {
-    spec->byte_level = true;
-    spec->add_prefix_space = flag(step, "add_prefix_space", false);
-    // The prefix space would go in front of every Split piece; no known file does that.
-    if (spec->add_prefix_space && !spec->split_regexes.empty()) {
-      refuse(origin, "pre-tokenizer ByteLevel with add_prefix_space after Split");
-    }
-    if (flag(step, "use_regex", true)) spec->split_regexes.push_back(kGpt2Pattern);
-  } else if (type == "Metaspace") {
-    if (!spec->split_regexes.empty()) refuse(origin, "pre-tokenizer Metaspace after Split");
-    parse_metaspace(step, origin, spec);
-  } else {
-    refuse(origin, "pre-tokenizer " + type);
-  }
-}
-
-void parse_pre_tokenizer(const json& node, const std::string& origin, HfBpeSpec* spec) {
-  if (node.is_null()) return;
-  if (type_of(node, origin, "pre_tokenizer") == "Sequence") {
-    for (const json& step : node.value("pretokenizers", json::array())) {
-      parse_pre_tokenizer_step(step, origin, spec);
-    }
-  } else {
-    parse_pre_tokenizer_step(node, origin, spec);
-  }
-  if (!spec->split_regexes.empty() && !spec->byte_level) {
-    refuse(origin, "pre-tokenizer Split without ByteLevel");
-  }
-}
-
-std::pair<std::string, std::string> parse_merge(const json& merge, const std::string& origin) {
-  if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-    return {merge[0].get<std::string>(), merge[1].get<std::string>()};
-  }
-  if (merge.is_string()) {
-    const std::string text = merge.get<std::string>();
-    const size_t space = text.find(' ');
-    if (space != std::string::npos && text.find(' ', space + 1) == std::string::npos) {
-      return {text.substr(0, space), text.substr(space + 1)};
-    }
-  }
-  throw InputError(origin + ": merge " + merge.dump() + " is neither \"a b\" nor [\"a\", \"b\"]");
-}
-
-void parse_model(const json& model, const std::string& origin, HfBpeSpec* spec) {
-  const std::string type = model.value("type", model.contains("merges") ? "BPE" : "");
-  if (type != "BPE") refuse(origin, "model " + (type.empty() ? std::string("(untyped)") : type));
-  if (model.contains("dropout") && !model["dropout"].is_null()) refuse(origin, "BPE dropout");
+void parse_model_options(const JsonNode& model, HfBpeModel* out) {
+  const std::string type = model.has("type")     ? model["type"].text()
+                           : model.has("merges") ? "BPE"
+                                                 : "(untyped)";
+  if (type != "BPE") refuse_component(model, "model " + type);
+  if (model.has("dropout")) refuse_component(model["dropout"], "BPE dropout");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(key) && !model[key].is_null() && model[key] != "") {
-      refuse(origin, std::string("BPE ") + key);
+    if (model.has(key) && !model[key].text().empty()) {
+      refuse_component(model[key], std::string("BPE ") + key);
     }
   }
-  spec->byte_fallback = flag(model, "byte_fallback", false);
-  spec->fuse_unk = flag(model, "fuse_unk", false);
-  spec->ignore_merges = flag(model, "ignore_merges", false);
-  if (model.contains("unk_token") && model["unk_token"].is_string()) {
-    spec->unk_token = model["unk_token"].get<std::string>();
-  }
-  if (!model.contains("vocab") || !model["vocab"].is_object()) {
-    throw InputError(origin + ": BPE model has no \"vocab\" object");
-  }
-  for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_unsigned()) throw InputError(origin + ": vocab id of '" + token + "'");
-    spec->vocab.emplace_back(token, id.get<uint32_t>());
-  }
-  for (const json& merge : model.value("merges", json::array())) {
-    spec->merges.push_back(parse_merge(merge, origin));
+  out->byte_fallback = model.flag("byte_fallback", false);
+  out->fuse_unk = model.flag("fuse_unk", false);
+  out->ignore_merges = model.flag("ignore_merges", false);
+  if (model.has("unk_token")) out->unk_token = model["unk_token"].text();
+}
+
+// Vocabulary ids below `id_limit`, each token's its own.
+void parse_vocab(const JsonNode& model, uint64_t id_limit, const std::string& why,
+                 HfBpeModel* out) {
+  const JsonNode vocab = model["vocab"];
+  std::vector<int64_t> entry_of_id(id_limit, -1);
+  out->vocab.reserve(vocab.object().size());
+  for (const auto& [token, id] : vocab.object().items()) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= id_limit) {
+      vocab[token].index_below(id_limit, why);  // says what is wrong
+    }
+    const uint64_t value = id.get<uint64_t>();
+    if (entry_of_id[value] >= 0) {
+      vocab[token].fail(std::to_string(value) + " is also the id of " +
+                        json(out->vocab[size_t(entry_of_id[value])].first).dump() +
+                        " (two tokens with one id)");
+    }
+    entry_of_id[value] = int64_t(out->vocab.size());
+    out->vocab.emplace_back(token, uint32_t(value));
   }
 }
 
-void parse_added_tokens(const json& list, const std::string& origin, HfBpeSpec* spec) {
-  for (const json& token : list) {
-    HfAddedToken added{string_field(token, "content", origin, "added token"),
-                       token.value("id", uint32_t{0})};
-    for (const char* option : {"single_word", "lstrip", "rstrip"}) {
-      if (flag(token, option, false)) {
-        refuse(origin, "added token '" + added.content + "' with " + option);
-      }
+void parse_merges(const JsonNode& model, HfBpeModel* out) {
+  if (!model.has("merges")) return;
+  const JsonNode merges = model["merges"];
+  if (!merges.raw().is_array()) merges.fail("expected an array of merges");
+  out->merges.reserve(merges.raw().size());
+  for (size_t i = 0; i < merges.raw().size(); ++i) {
+    const json& merge = merges.raw()[i];
+    if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      out->merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+      continue;
     }
-    if (flag(token, "normalized", false) && spec->metaspace) {
-      refuse(origin, "normalized added token '" + added.content + "' with a normalizer");
+    const std::string* text = merge.get_ptr<const std::string*>();
+    const size_t space = text ? text->find(' ') : std::string::npos;
+    if (space == std::string::npos || text->find(' ', space + 1) != std::string::npos) {
+      merges.element(i).fail("expected \"a b\" or [\"a\", \"b\"]");
     }
-    spec->added_tokens.push_back(std::move(added));
+    out->merges.emplace_back(text->substr(0, space), text->substr(space + 1));
+  }
+}
+
+HfAddedToken parse_added_token(const JsonNode& node) {
+  HfAddedToken token;
+  token.content = node["content"].text();
+  if (token.content.empty()) node["content"].fail("is empty");
+  token.special = node["special"].boolean();
+  token.normalized = node["normalized"].boolean();
+  token.lstrip = node["lstrip"].boolean();
+  token.rstrip = node["rstrip"].boolean();
+  token.single_word = node["single_word"].boolean();
+  return token;
+}
+
+// Added tokens with the ids `tokenizers` gives them: a token of the
+// vocabulary keeps its id, the others are numbered on from the vocabulary's
+// size, in the order listed; the file's ids must say the same.
+std::vector<HfAddedToken> parse_added_tokens(const std::vector<JsonNode>& list,
+                                             const HfBpeModel& model, const std::string& why,
+                                             uint64_t id_limit) {
+  std::unordered_map<std::string_view, uint32_t> vocab_ids;
+  vocab_ids.reserve(model.vocab.size());
+  for (const auto& [token, id] : model.vocab) vocab_ids.emplace(token, id);
+  std::unordered_map<std::string, size_t> listed;  // content -> index in the list
+  std::vector<HfAddedToken> tokens;
+  uint64_t next_id = model.vocab.size();
+  for (const JsonNode& node : list) {
+    HfAddedToken token = parse_added_token(node);
+    const auto [first, inserted] = listed.emplace(token.content, tokens.size());
+    if (!inserted)
+      node["content"].fail("repeats added_tokens[" + std::to_string(first->second) + "]");
+    const auto in_vocab = vocab_ids.find(token.content);
+    const uint64_t expected = in_vocab != vocab_ids.end() ? in_vocab->second : next_id++;
+    token.id = uint32_t(node["id"].index_below(id_limit, why));
+    if (token.id != expected) {
+      node["id"].fail(std::to_string(token.id) + ", but `tokenizers` numbers this token " +
+                      std::to_string(expected) +
+                      (in_vocab != vocab_ids.end()
+                           ? " (its id in model.vocab)"
+                           : " (added tokens outside the vocabulary follow its entries in order)"));
+    }
+    tokens.push_back(std::move(token));
+  }
+  return tokens;
+}
+
+void refuse_encoding_options(const JsonNode& root) {
+  for (const char* key : {"truncation", "padding"}) {
+    if (root.has(key))
+      refuse_component(root[key], std::string(key) + " (moelab encodes whole documents)");
   }
 }
 
 }  // namespace
 
-HfBpeSpec parse_hf_bpe(const std::string& json_text, const std::string& origin) {
-  const json root = json::parse(json_text, nullptr, false);
-  if (!root.is_object() || !root.contains("model")) {
-    throw InputError(origin + ": not a Hugging Face tokenizer.json (no \"model\" object)");
+HfBpeSpec parse_hf_bpe(const std::string& json_text, const std::string& origin,
+                       ScratchLayout& layout) {
+  const json document = parse_json_file(json_text, origin);
+  const JsonNode root(document, "", origin);
+  if (!document.is_object() || !root.has("model")) {
+    root.fail("not a Hugging Face tokenizer.json (no \"model\" object)");
   }
+  refuse_encoding_options(root);
   HfBpeSpec spec;
-  parse_model(root["model"], origin, &spec);
-  parse_normalizer(root.value("normalizer", json()), origin, &spec);
-  if (spec.metaspace && !root.value("pre_tokenizer", json()).is_null()) {
-    refuse(origin, "a pre-tokenizer together with the Replace normalizer");
+  const JsonNode model = root["model"];
+  parse_model_options(model, &spec.model);
+  const JsonNode added = root.member_or_null("added_tokens");
+  const std::vector<JsonNode> added_list =
+      added.is_null() ? std::vector<JsonNode>() : added.elements();
+  const size_t entries = model["vocab"].object().size();
+  const uint64_t id_limit = entries + added_list.size();
+  const std::string why = "a file of " + std::to_string(entries) + " vocabulary entries and " +
+                          std::to_string(added_list.size()) + " added tokens numbers them from 0";
+  parse_vocab(model, id_limit, why, &spec.model);
+  parse_merges(model, &spec.model);
+  spec.added_tokens = parse_added_tokens(added_list, spec.model, why, id_limit);
+  for (const auto& [token, id] : spec.model.vocab) {
+    spec.vocab_size = std::max<int64_t>(spec.vocab_size, int64_t(id) + 1);
   }
-  parse_pre_tokenizer(root.value("pre_tokenizer", json()), origin, &spec);
-  parse_added_tokens(root.value("added_tokens", json::array()), origin, &spec);
+  for (const HfAddedToken& token : spec.added_tokens) {
+    spec.vocab_size = std::max<int64_t>(spec.vocab_size, int64_t(token.id) + 1);
+  }
+  spec.normalizer = std::make_unique<HfNormalizer>(root.member_or_null("normalizer"), layout);
+  spec.pre_tokenizer =
+      std::make_unique<HfPreTokenizer>(root.member_or_null("pre_tokenizer"), layout);
+  if (spec.pre_tokenizer->asks_text_start() && !spec.normalizer->keeps_start()) {
+    refuse_component(root["pre_tokenizer"],
+                     "Metaspace prepend_scheme \"first\" after a Strip or Replace normalizer");
+  }
+  spec.document_template =
+      parse_document_template(root.member_or_null("post_processor"), uint64_t(spec.vocab_size));
+  spec.decoder = std::make_unique<HfDecoder>(root.member_or_null("decoder"));
   return spec;
 }
 

@@ -106,6 +106,7 @@ json prep_record(const PrepOptions& options, const std::vector<std::string>& tra
       {"shard_tokens", options.shard_tokens},
       {"seed", options.seed}};
   if (is_pretokenized(corpus.format)) record["eos_id"] = options.eos_id;
+  if (!options.add_special_tokens) record["no_bos"] = true;
   record["fingerprint"] = checksum_hex(xxhash64_bytes(record.dump()));
   return record;
 }
@@ -157,7 +158,10 @@ Tokenizer existing_tokenizer(const PrepOptions& options) {
 Tokenizer make_tokenizer(const PrepOptions& options, const RankGroup& group,
                          const std::vector<std::string>& train_files,
                          const std::vector<bool>& is_validation) {
-  if (!options.tokenizer_model.empty()) return existing_tokenizer(options);
+  // Text is encoded with the file's template (imported ids are kept as they are).
+  if (!options.tokenizer_model.empty()) {
+    return existing_tokenizer(options).with_special_tokens(options.add_special_tokens);
+  }
   std::string model;
   on_root(group, [&] {
     const auto eligible = [&](int64_t index) {

@@ -34,6 +34,9 @@ struct PrepOptions {
   int64_t tokenizer_sample_docs = 20000;  // bounded sample the tokenizer trains on
   std::string tokenizer_model;            // existing tokenizer file instead of training
   TokenizerSettings tokenizer_settings;   // for a tokenizer.json or .tiktoken file
+  // A tokenizer.json's post-processor template (Llama's BOS) around each
+  // document, as `tokenizers` adds it by default; false: --no-bos.
+  bool add_special_tokens = true;
   // Pre-tokenized inputs (corpus.format megatron or npy): the end-of-document
   // id, and whether tokenizer.vocab_size was given (needed without --tokenizer).
   int64_t eos_id = -1;

@@ -28,8 +28,8 @@ struct Symbol {
 
 }  // namespace
 
-void RankBpe::add_merge(uint32_t left, uint32_t right, uint32_t rank, uint32_t merged) {
-  merges_.emplace(key(left, right), Merge{rank, merged});
+bool RankBpe::add_merge(uint32_t left, uint32_t right, uint32_t rank, uint32_t merged) {
+  return merges_.emplace(key(left, right), Merge{rank, merged}).second;
 }
 
 const RankBpe::Merge* RankBpe::find(uint32_t left, uint32_t right) const {
@@ -92,6 +92,14 @@ void ByteBpe::check_bytes() const {
   }
 }
 
+std::vector<int> ByteBpe::missing_bytes() const {
+  std::vector<int> missing;
+  for (int byte = 0; byte < 256; ++byte) {
+    if (!has_byte_[byte]) missing.push_back(byte);
+  }
+  return missing;
+}
+
 const uint32_t* ByteBpe::find(std::string_view bytes) const {
   const auto it = token_ids_.find(std::string(bytes));
   return it == token_ids_.end() ? nullptr : &it->second;
@@ -105,7 +113,9 @@ void ByteBpe::encode_word(std::string_view word, std::vector<uint32_t>& ids) con
     }
   }
   ids.clear();
-  for (char c : word) ids.push_back(byte_ids_[static_cast<uint8_t>(c)]);
+  for (char c : word) {
+    if (has_byte_[static_cast<uint8_t>(c)]) ids.push_back(byte_ids_[static_cast<uint8_t>(c)]);
+  }
   bpe_.merge(ids);
 }
 

@@ -14,8 +14,8 @@ namespace moelab {
 class RankBpe {
  public:
   // Adds the merge left + right -> merged at `rank`; the first one given for
-  // a pair wins (a later duplicate can never apply).
-  void add_merge(uint32_t left, uint32_t right, uint32_t rank, uint32_t merged);
+  // a pair wins (false for a later one, which can never apply).
+  bool add_merge(uint32_t left, uint32_t right, uint32_t rank, uint32_t merged);
   size_t size() const { return merges_.size(); }
 
   // Merges `symbols` in place.
@@ -76,6 +76,9 @@ class ByteBpe {
   bool add_token(const std::string& bytes, uint32_t id);
   // Checks that every single byte is a token; InputError otherwise.
   void check_bytes() const;
+  // The bytes that are no token (encode_word leaves them out, as `tokenizers`
+  // leaves out a character its vocabulary lacks).
+  std::vector<int> missing_bytes() const;
   const uint32_t* find(std::string_view bytes) const;
   RankBpe& merges() { return bpe_; }
   // A word that is itself a token is that token, without merging (tiktoken,

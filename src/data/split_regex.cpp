@@ -49,14 +49,13 @@ SplitRegex::SplitRegex(const std::string& pattern, RegexDialect dialect, const s
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw InputError(origin + ": pre-tokenizer regex does not compile at offset " +
-                     std::to_string(error_offset) + " (" + reinterpret_cast<char*>(message) +
-                     "): " + pattern);
+    throw InputError(origin + ": regex does not compile at offset " + std::to_string(error_offset) +
+                     " (" + reinterpret_cast<char*>(message) + "): " + pattern);
   }
   code_ = code;
   if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) != 0) {
     pcre2_code_free(code);
-    throw InputError(origin + ": PCRE2 cannot JIT-compile the pre-tokenizer regex " + pattern);
+    throw InputError(origin + ": PCRE2 cannot JIT-compile the regex " + pattern);
   }
 }
 
@@ -93,8 +92,8 @@ bool SplitRegex::Matcher::find(std::string_view text, size_t from, size_t* begin
   if (found < 0) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(found, message, sizeof(message));
-    throw InputError("pre-tokenizer regex failed on a " + std::to_string(text.size()) +
-                     "-byte text (" + reinterpret_cast<char*>(message) + "): " + regex_.pattern_);
+    throw InputError("regex failed on a " + std::to_string(text.size()) + "-byte text (" +
+                     reinterpret_cast<char*>(message) + "): " + regex_.pattern_);
   }
   const PCRE2_SIZE* offsets = pcre2_get_ovector_pointer(state_->data);
   *begin = offsets[0];

@@ -1,12 +1,17 @@
-// A pre-tokenizer regex (PCRE2, UTF + Unicode properties, JIT-compiled) that
-// cuts text into pieces the way `tokenizers` Split(behavior = Isolated) and
-// tiktoken do: every match is a piece, and so is each stretch between matches.
+// A pre-tokenizer regex (PCRE2, UTF + Unicode properties, JIT-compiled): its
+// matches as Oniguruma's find_iter gives them to `tokenizers` (empty matches
+// included), and the pieces `tokenizers` Split(behavior = Isolated) and
+// tiktoken cut text into: every match is a piece, and so is each stretch
+// between matches.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "data/utf8.h"
 
 namespace moelab {
 
@@ -40,8 +45,13 @@ class SplitRegex {
     ~Matcher();
     Matcher(const Matcher&) = delete;
     Matcher& operator=(const Matcher&) = delete;
-    // Calls emit(piece) for each piece of `text`, in order. `text` must be
-    // valid UTF-8 (checked by the caller once, not per match).
+    // Calls emit(begin, end) for each match in `text`, in order, as
+    // Oniguruma's find_iter does: an empty match is reported unless it sits
+    // where the previous match ended. `text` must be valid UTF-8 (checked by
+    // the caller once, not per match).
+    template <typename Emit>
+    void for_each_match(std::string_view text, Emit&& emit);
+    // Calls emit(piece) for each non-empty piece of `text`, in order.
     template <typename Emit>
     void split(std::string_view text, Emit&& emit);
 
@@ -59,20 +69,32 @@ class SplitRegex {
 };
 
 template <typename Emit>
-void SplitRegex::Matcher::split(std::string_view text, Emit&& emit) {
-  size_t gap = 0;  // start of the text not yet emitted
+void SplitRegex::Matcher::for_each_match(std::string_view text, Emit&& emit) {
   size_t from = 0;
+  bool matched = false;
+  size_t last_end = 0;  // where the previous reported match ended
   size_t begin = 0, end = 0;
-  while (from < text.size() && find(text, from, &begin, &end)) {
-    if (end == begin) {  // an empty match cuts nothing; search on past it
-      from = begin + 1;
-      while (from < text.size() && (static_cast<uint8_t>(text[from]) & 0xC0) == 0x80) ++from;
+  while (from <= text.size() && find(text, from, &begin, &end)) {
+    if (end == begin && matched && end == last_end) {  // search on one character later
+      from = from < text.size() ? from + std::max<size_t>(1, utf8_sequence_length(text, from))
+                                : from + 1;
       continue;
     }
+    emit(begin, end);
+    matched = true;
+    from = last_end = end;
+  }
+}
+
+template <typename Emit>
+void SplitRegex::Matcher::split(std::string_view text, Emit&& emit) {
+  size_t gap = 0;  // start of the text not yet emitted
+  for_each_match(text, [&](size_t begin, size_t end) {
+    if (end == begin) return;
     if (begin > gap) emit(text.substr(gap, begin - gap));
     emit(text.substr(begin, end - begin));
-    gap = from = end;
-  }
+    gap = end;
+  });
   if (gap < text.size()) emit(text.substr(gap));
 }
 

@@ -177,12 +177,24 @@ const char* dataset_file_name(TokenizerKind kind) {
   return "";
 }
 
-// Everything besides the file that decides the ids, as tokenizer_settings.json holds it.
+// Everything besides the file that decides the ids, as tokenizer_settings.json
+// holds it (add_special_tokens only where the file has a template, so records
+// of files without one keep their bytes and checksums).
 std::string settings_record(TokenizerKind kind, const TokenizerSettings& settings) {
-  const nlohmann::json record = {{"kind", tokenizer_kind_name(kind)},
-                                 {"eos_token", settings.eos_token},
-                                 {"tiktoken_pattern", settings.tiktoken_pattern}};
+  nlohmann::json record = {{"kind", tokenizer_kind_name(kind)},
+                           {"eos_token", settings.eos_token},
+                           {"tiktoken_pattern", settings.tiktoken_pattern}};
+  if (settings.add_special_tokens) record["add_special_tokens"] = *settings.add_special_tokens;
   return record.dump(2) + "\n";
+}
+
+// A document's ids (text ids, then EOS) with the template around them; EOS
+// stays last, once.
+void apply_template(const DocumentTemplate& made, uint32_t eos, std::vector<uint32_t>& ids) {
+  ids.pop_back();
+  ids.insert(ids.begin(), made.before.begin(), made.before.end());
+  ids.insert(ids.end(), made.after.begin(), made.after.end());
+  if (made.after.empty() || made.after.back() != eos) ids.push_back(eos);
 }
 
 // The one checksum rule: a SentencePiece model's bytes; for the other kinds
@@ -210,8 +222,20 @@ std::pair<TokenizerKind, TokenizerSettings> dataset_settings(const fs::path& dir
     throw InputError(path.string() + ": expected a JSON object with a string \"kind\"");
   }
   TokenizerSettings settings;
-  settings.eos_token = record.value("eos_token", "");
-  settings.tiktoken_pattern = record.value("tiktoken_pattern", "");
+  const auto text = [&](const char* key) {
+    if (record.contains(key) && !record[key].is_string()) {
+      throw InputError(path.string() + ": \"" + key + "\" must be a string");
+    }
+    return record.value(key, "");
+  };
+  settings.eos_token = text("eos_token");
+  settings.tiktoken_pattern = text("tiktoken_pattern");
+  if (record.contains("add_special_tokens")) {
+    if (!record["add_special_tokens"].is_boolean()) {
+      throw InputError(path.string() + ": \"add_special_tokens\" must be true or false");
+    }
+    settings.add_special_tokens = record["add_special_tokens"].get<bool>();
+  }
   return {kind_named(record["kind"].get<std::string>(), path.string()), settings};
 }
 
@@ -302,9 +326,24 @@ int64_t Tokenizer::eos_id() const {
   return encoder_->eos_id();
 }
 
+bool Tokenizer::has_document_template() const {
+  return !encoder_->document_template().empty();
+}
+
+Tokenizer Tokenizer::with_special_tokens(bool add) const {
+  Tokenizer changed = *this;
+  if (has_document_template()) changed.settings_.add_special_tokens = add;
+  return changed;
+}
+
 std::vector<std::vector<uint32_t>> Tokenizer::encode_documents(
     const std::vector<std::string>& texts) const {
-  return encoder_->encode_documents(texts);
+  std::vector<std::vector<uint32_t>> encoded = encoder_->encode_documents(texts);
+  if (settings_.add_special_tokens.value_or(false)) {
+    const DocumentTemplate made = encoder_->document_template();
+    for (auto& ids : encoded) apply_template(made, uint32_t(encoder_->eos_id()), ids);
+  }
+  return encoded;
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {

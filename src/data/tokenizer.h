@@ -41,6 +41,10 @@ const char* tokenizer_kind_name(TokenizerKind kind);
 struct TokenizerSettings {
   std::string eos_token;         // tokenizer.json: overrides its own; tiktoken: required
   std::string tiktoken_pattern;  // tiktoken: gpt2, cl100k, o200k or a regex
+  // tokenizer.json with a post-processor template: whether each document gets
+  // its special tokens (Llama's BOS); unset (no template, or a dataset made
+  // before templates were read) means not.
+  std::optional<bool> add_special_tokens;
 };
 
 class Tokenizer {
@@ -54,10 +58,17 @@ class Tokenizer {
   static Tokenizer from_file(const std::string& path, const TokenizerSettings& settings = {});
 
   TokenizerKind kind() const { return kind_; }
+  // Whether the file's post-processor puts special tokens around documents.
+  bool has_document_template() const;
+  // This tokenizer with the template's special tokens on or off (recorded in
+  // settings()); unchanged when the file has no template.
+  Tokenizer with_special_tokens(bool add) const;
   int64_t vocab_size() const;
   int64_t eos_id() const;
-  // Token ids of each text followed by EOS. Thread-safe. SentencePiece
-  // encodes newlines inside a document as spaces (its normalisation does the same).
+  // Token ids of each text followed by EOS (and, with add_special_tokens, the
+  // template's ids around them, EOS not repeated when the template ends with
+  // it). Thread-safe. SentencePiece encodes newlines inside a document as
+  // spaces (its normalisation does the same).
   std::vector<std::vector<uint32_t>> encode_documents(const std::vector<std::string>& texts) const;
   std::string decode(const std::vector<int>& ids) const;
   // The tokenizer file's bytes, as given (what an export writes next to weights).

@@ -53,6 +53,48 @@ bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
   return true;
 }
 
+char32_t next_code_point(std::string_view text, size_t* at) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[*at + k]); };
+  const uint8_t lead = byte(0);
+  if (lead < 0x80) {
+    *at += 1;
+    return lead;
+  }
+  if (lead < 0xE0) {
+    const char32_t code = char32_t(lead & 0x1F) << 6 | (byte(1) & 0x3F);
+    *at += 2;
+    return code;
+  }
+  if (lead < 0xF0) {
+    const char32_t code =
+        char32_t(lead & 0x0F) << 12 | char32_t(byte(1) & 0x3F) << 6 | (byte(2) & 0x3F);
+    *at += 3;
+    return code;
+  }
+  const char32_t code = char32_t(lead & 0x07) << 18 | char32_t(byte(1) & 0x3F) << 12 |
+                        char32_t(byte(2) & 0x3F) << 6 | (byte(3) & 0x3F);
+  *at += 4;
+  return code;
+}
+
+void append_utf8(char32_t code_point, std::string& out) {
+  if (code_point < 0x80) {
+    out += char(code_point);
+  } else if (code_point < 0x800) {
+    out += char(0xC0 | code_point >> 6);
+    out += char(0x80 | (code_point & 0x3F));
+  } else if (code_point < 0x10000) {
+    out += char(0xE0 | code_point >> 12);
+    out += char(0x80 | (code_point >> 6 & 0x3F));
+    out += char(0x80 | (code_point & 0x3F));
+  } else {
+    out += char(0xF0 | code_point >> 18);
+    out += char(0x80 | (code_point >> 12 & 0x3F));
+    out += char(0x80 | (code_point >> 6 & 0x3F));
+    out += char(0x80 | (code_point & 0x3F));
+  }
+}
+
 void require_valid_utf8(std::string_view text, const std::string& origin) {
   size_t bad = 0;
   if (!is_valid_utf8(text, &bad)) {

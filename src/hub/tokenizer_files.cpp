@@ -41,11 +41,18 @@ nlohmann::json eos_content(const nlohmann::json& file, int64_t eos_id) {
 }
 
 void write_tokenizer_json(const Tokenizer& tokenizer, const std::string& out, int64_t max_length) {
-  const auto file = nlohmann::json::parse(tokenizer.file_bytes());
+  auto file = nlohmann::json::parse(tokenizer.file_bytes());
   const nlohmann::json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                                  {"model_max_length", max_length},
                                  {"eos_token", eos_content(file, tokenizer.eos_id())}};
-  write_file_atomically(out + "/tokenizer.json", tokenizer.file_bytes());
+  // A dataset prepared without the template's tokens (--no-bos, or made before
+  // moelab read templates) gets a file without its post-processor, so that
+  // transformers adds none either; otherwise the file goes as it was given.
+  const bool drop_template = !tokenizer.settings().add_special_tokens.value_or(false) &&
+                             file.contains("post_processor") && !file["post_processor"].is_null();
+  if (drop_template) file["post_processor"] = nullptr;
+  write_file_atomically(out + "/tokenizer.json",
+                        drop_template ? file.dump() : tokenizer.file_bytes());
   write_file_atomically(out + "/tokenizer_config.json", config.dump(2) + "\n");
 }
 

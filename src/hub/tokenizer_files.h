@@ -9,9 +9,9 @@
 //   fast tokenizer that keeps repeated spaces and tabs and skips the character
 //   map, so its ids differ on such text.
 // - A tokenizer.json dataset is written as the file it was prepared with and a
-//   tokenizer_config.json for PreTrainedTokenizerFast. moelab encodes without
-//   the file's post-processor, so a file whose template adds a BOS gives
-//   transformers' ids with that BOS in front.
+//   tokenizer_config.json for PreTrainedTokenizerFast; a dataset prepared
+//   without the template's tokens (prep --no-bos) gets the file without its
+//   post-processor, so transformers adds no BOS that prep did not.
 // - A tiktoken dataset has no file transformers reads: nothing is written.
 #pragma once
 

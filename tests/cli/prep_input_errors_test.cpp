@@ -38,4 +38,29 @@ TEST(CliPrep, DamagedInputsExitTwoNamingTheFile) {
   }
 }
 
+// A tokenizer.json that states an id of 10^12 (which once ended prep with
+// std::bad_alloc) or nests deeper than any real file: exit 2 naming the file
+// and the field.
+TEST(CliPrep, HostileTokenizerJsonExitsTwoNamingTheFileAndTheField) {
+  const std::string dir = testing::TempDir() + "/prep_hostile_tokenizer";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write_bytes(dir + "/corpus.txt", "some text\n");
+  write_bytes(dir + "/huge_id.json",
+              R"({"model": {"type": "BPE", "vocab": {"a": 1000000000000}, "merges": []}})");
+  write_bytes(dir + "/deep.json",
+              "{\"model\": " + std::string(5000, '[') + std::string(5000, ']') + "}");
+  const std::pair<std::string, std::string> cases[] = {
+      {"huge_id.json", "huge_id.json: model.vocab.a: 1000000000000 is out of range"},
+      {"deep.json", "deep.json: model[0][0]"}};
+  for (const auto& [file, message] : cases) {
+    const moelab::testing::MoelabResult r =
+        moelab::testing::moelab("prep --input " + dir + "/corpus.txt --tokenizer " + dir + "/" +
+                                file + " --force --out " + dir + "/out");
+    EXPECT_EQ(r.code, 2) << file << "\n" << r.output;
+    EXPECT_NE(r.output.find(dir + "/" + message), std::string::npos) << file << "\n" << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace

@@ -9,7 +9,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+
+#include "data/input_stream.h"
 
 namespace moelab::testing {
 
@@ -25,6 +28,18 @@ inline void shared_data_file(const std::string& relative, std::string* path) {
   ASSERT_TRUE(std::filesystem::exists(*path))
       << *path << " is missing: the real published files live in ../shared/data beside the "
       << "checkout (or set MOELAB_SHARED_DATA)";
+}
+
+// shared_data_file(relative) decompressed (the files are zstd) into `out`.
+inline void decompress_shared_data(const std::string& relative, const std::string& out) {
+  std::string source;
+  ASSERT_NO_FATAL_FAILURE(shared_data_file(relative, &source));
+  const auto stream = open_input_stream(source);
+  std::ofstream file(out, std::ios::binary);
+  char buffer[1 << 16];
+  while (const size_t n = stream->read(buffer, sizeof(buffer)))
+    file.write(buffer, std::streamsize(n));
+  ASSERT_TRUE(file.good()) << "cannot write " << out;
 }
 
 }  // namespace moelab::testing

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,52 +17,12 @@
 #include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "data_test_util.h"
+#include "tokenizer_texts.h"
 
 namespace moelab::testing {
 namespace {
 
 using nlohmann::json;
-
-// Text chosen to break a byte-level or SentencePiece-style encoder.
-std::vector<std::string> adversarial_texts() {
-  std::vector<std::string> texts = {
-      "",
-      " ",
-      "   \t  ",
-      "\n\n\n",
-      "line one\r\nline two\r\n\r\n",
-      "tabs\tand\t\ttabs \t mixed",
-      "  leading and trailing  ",
-      "digits 1234567890123 3.14159 1,000,000 007",
-      "it's I'M they'LL you'VE we'D she'S 'S 'll Don't",
-      "emoji \xF0\x9F\x98\x80\xF0\x9F\x90\x88 family "
-      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 flag "
-      "\xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
-      "combining cafe\xCC\x81 n\xCC\x83 a\xCC\x8A\xCC\x81",
-      "CJK \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE6\x96\x87 "
-      "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
-      "RTL \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 123",
-      "zero\xE2\x80\x8Bwidth \xC2\xA0nbsp \xE3\x80\x80ideographic space",
-      std::string("nul\0inside\0", 12),
-      "special <|endoftext|> inside <|end_of_text|><|begin_of_text|> text </s><s>",
-      "<|endoftext|>",
-      "<s>starts with a special token</s> and goes on",
-      "</s>",
-      "<|endoftext|><|endoftext|>  <|endoftext",
-      "\xE2\x96\x81"
-      "already \xE2\x96\x81"
-      "escaped",
-      "<0x41> <unk> look like pieces",
-      "trailing spaces   ",
-      "ends in newline\n",
-  };
-  std::string long_line;
-  while (long_line.size() < 200000) long_line += make_document(int(long_line.size()) % 977) + " ";
-  texts.push_back(long_line);
-  texts.push_back(std::string(5000, 'a'));
-  texts.push_back(std::string(3000, ' ') + "x");
-  return texts;
-}
 
 std::vector<std::string> test_documents() {
   std::vector<std::string> docs;
@@ -69,7 +30,20 @@ std::vector<std::string> test_documents() {
   for (const std::string& doc : fortune_documents()) {
     if (is_valid_utf8(doc)) docs.push_back(doc);
   }
-  for (const std::string& doc : adversarial_texts()) docs.push_back(doc);
+  for (const std::string& doc : tokenizer_adversarial_texts()) docs.push_back(doc);
+  for (const std::string& doc : tokenizer_hard_case_texts()) docs.push_back(doc);
+  // Around the added tokens of composite.json and characters.json, whose
+  // options (lstrip, rstrip, single_word, normalized) decide where they match.
+  for (const char* doc :
+       {"HELLO world [MASK] x", "a  [MASK]  b", "[MASK]", " [MASK]x[MASK] ",
+        "sword wor word wor. (wor)", "x<sep>  y <SEP> <sep>", "hello  Hello  ",
+        "state-of-the-art 12345 3.14!! -x- --", " <mask> Hello <mask>x", "a\t\t  b   c",
+        "Caf\xC3\xA9 CAFE\xCC\x81 \xEF\xAC\x81",
+        "\xE6\x9C\xAC\xE6\x97\xA5\xE6\x9C\xAC x\xE6\x9C\xAC\xE6\x97\xA5\xE6\x97\xA5"
+        "\xE6\x9C\xAC"
+        "y"}) {
+    docs.push_back(doc);
+  }
   return docs;
 }
 
@@ -88,7 +62,8 @@ class Reference {
     for (size_t i = 0; i < fortunes.size() && i < 1000; ++i) {
       if (is_valid_utf8(fortunes[i])) train.push_back(fortunes[i]);
     }
-    for (const std::string& doc : adversarial_texts()) train.push_back(doc.substr(0, 500));
+    for (const std::string& doc : tokenizer_adversarial_texts())
+      train.push_back(doc.substr(0, 500));
     write_json(dir_ / "train.json", train);
     write_json(dir_ / "docs.json", docs_);
   }
@@ -103,8 +78,8 @@ class Reference {
     }
     return dir_ / file;
   }
-  std::vector<std::vector<uint32_t>> ids(const std::string& name) {
-    return json::parse(read_bytes(path(name, name + ".ids.json")))
+  std::vector<std::vector<uint32_t>> ids(const std::string& name, const std::string& kind = "ids") {
+    return json::parse(read_bytes(path(name, name + "." + kind + ".json")))
         .get<std::vector<std::vector<uint32_t>>>();
   }
 
@@ -156,7 +131,30 @@ TEST_P(HfTokenizerIds, SameIdsAsTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, HfTokenizerIds,
-                         ::testing::Values("gpt2", "prefix", "llama3", "llama2", "metaspace"));
+                         ::testing::Values("gpt2", "prefix", "llama3", "llama2", "metaspace",
+                                           "composite", "characters"));
+
+// The template "<bos> $A <|endoftext|>" ends with the EOS: documents get
+// <bos> in front and keep one EOS, exactly `tokenizers`' ids with
+// add_special_tokens=True.
+TEST(HfTokenizer, TemplateTokensGoAroundDocumentsAsTokenizersPutsThem) {
+  const Tokenizer plain = hf_tokenizer("composite");
+  ASSERT_TRUE(plain.has_document_template());
+  const Tokenizer with_template = plain.with_special_tokens(true);
+  EXPECT_EQ(with_template.settings().add_special_tokens, std::optional<bool>(true));
+  const auto ours = with_template.encode_documents(reference().docs());
+  const auto theirs = reference().ids("composite", "template_ids");
+  ASSERT_EQ(ours.size(), theirs.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < ours.size(); ++i) mismatches += ours[i] != theirs[i];
+  EXPECT_EQ(mismatches, 0u) << "of " << ours.size();
+  // Off, or a file without a template: the ids of add_special_tokens=False.
+  EXPECT_EQ(plain.with_special_tokens(false).encode_documents(reference().docs()),
+            reference().ids("composite"));
+  EXPECT_FALSE(hf_tokenizer("llama3").has_document_template());
+  EXPECT_EQ(hf_tokenizer("llama3").with_special_tokens(true).settings().add_special_tokens,
+            std::nullopt);
+}
 
 class TiktokenIds : public ::testing::TestWithParam<std::string> {};
 
@@ -183,7 +181,8 @@ TEST(HfTokenizer, EosIsTheFilesOwnOrTheOneGiven) {
   expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); }, "--eos-token");
 }
 
-// Whatever the file names and moelab does not implement is refused by name.
+// Whatever the file names and moelab does not implement is refused by name
+// (the component and the field that holds it, in the file).
 TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
   const json gpt2 = json::parse(read_bytes(reference().path("gpt2", "gpt2.json")));
   const json llama3 = json::parse(read_bytes(reference().path("llama3", "llama3.json")));
@@ -197,26 +196,69 @@ TEST(HfTokenizer, RefusesUnsupportedComponentsByName) {
     expect_input_error([&] { Tokenizer::from_file(dir / "tokenizer.json"); },
                        dir / "tokenizer.json");
   };
+  const auto refused = [](const std::string& what, const std::string& at) {
+    return what + " is not supported by moelab's tokenizer.json reader (at " + at + ";";
+  };
   const auto expect_refused = [&](const std::string& pointer, const json& value,
                                   const std::string& name) {
     expect_refused_in(gpt2, pointer, value, name);
   };
-  expect_refused("/normalizer", {{"type", "NFC"}}, "normalizer NFC");
-  expect_refused("/pre_tokenizer", {{"type", "Digits"}, {"individual_digits", true}},
-                 "pre-tokenizer Digits");
+  for (const char* type : {"BertNormalizer", "Precompiled", "StripAccents", "Nmt", "ByteLevel"}) {
+    expect_refused("/normalizer", {{"type", type}},
+                   refused("normalizer " + std::string(type), "normalizer"));
+  }
+  expect_refused("/normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Nmt"}}}}},
+                 refused("normalizer Nmt", "normalizer.normalizers[0]"));
+  for (const char* type : {"BertPreTokenizer", "UnicodeScripts", "CharDelimiterSplit"}) {
+    expect_refused("/pre_tokenizer", {{"type", type}},
+                   refused("pre-tokenizer " + std::string(type), "pre_tokenizer"));
+  }
+  const json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}};
+  expect_refused(
+      "/pre_tokenizer",
+      {{"type", "Sequence"}, {"pretokenizers", {gpt2["pre_tokenizer"], metaspace}}},
+      refused("pre-tokenizer Metaspace after ByteLevel", "pre_tokenizer.pretokenizers[1]"));
+  expect_refused(
+      "/pre_tokenizer",
+      {{"type", "Sequence"}, {"pretokenizers", {metaspace, gpt2["pre_tokenizer"]}}},
+      refused("pre-tokenizer ByteLevel after Metaspace", "pre_tokenizer.pretokenizers[1]"));
   expect_refused("/pre_tokenizer",
                  {{"type", "Split"},
-                  {"pattern", {{"Regex", "\\s+"}}},
-                  {"behavior", "Removed"},
+                  {"pattern", {{"Regex", "x"}}},
+                  {"behavior", "Sideways"},
                   {"invert", false}},
-                 "Split with behavior Removed");
-  expect_refused("/model/type", "WordPiece", "model WordPiece");
-  expect_refused("/model/type", "Unigram", "model Unigram");
-  expect_refused("/model/dropout", 0.1, "BPE dropout");
-  expect_refused("/added_tokens/0/lstrip", true, "with lstrip");
-  expect_refused_in(llama3, "/pre_tokenizer/pretokenizers/1/add_prefix_space", true,
-                    "ByteLevel with add_prefix_space after Split");
-  expect_refused_in(llama3, "/normalizer", {{"type", "NFKC"}}, "normalizer NFKC");
+                 "pre_tokenizer.behavior: expected Removed, Isolated");
+  for (const char* type : {"WordPiece", "Unigram", "WordLevel"}) {
+    expect_refused("/model/type", type, refused("model " + std::string(type), "model"));
+  }
+  expect_refused("/model/dropout", 0.1, refused("BPE dropout", "model.dropout"));
+  expect_refused("/model/continuing_subword_prefix", "##",
+                 refused("BPE continuing_subword_prefix", "model.continuing_subword_prefix"));
+  expect_refused("/model/end_of_word_suffix", "</w>",
+                 refused("BPE end_of_word_suffix", "model.end_of_word_suffix"));
+  expect_refused("/decoder", {{"type", "BPEDecoder"}, {"suffix", "</w>"}},
+                 refused("decoder BPEDecoder", "decoder"));
+  expect_refused("/decoder", {{"type", "Replace"}, {"pattern", {{"Regex", "x"}}}, {"content", "y"}},
+                 refused("decoder Replace of a regex or \"\"", "decoder"));
+  expect_refused("/post_processor", {{"type", "RobertaProcessing"}},
+                 refused("post-processor RobertaProcessing", "post_processor"));
+  expect_refused("/post_processor", {{"type", "BertProcessing"}},
+                 refused("post-processor BertProcessing", "post_processor"));
+  for (const char* type : {"WordPiece", "CTC"}) {
+    expect_refused("/decoder", {{"type", type}},
+                   refused("decoder " + std::string(type), "decoder"));
+  }
+  expect_refused("/truncation", {{"max_length", 512}},
+                 refused("truncation (moelab encodes whole documents)", "truncation"));
+  expect_refused("/padding", {{"strategy", "BatchLongest"}},
+                 refused("padding (moelab encodes whole documents)", "padding"));
+  json first = llama3;
+  first["normalizer"] = {{"type", "Strip"}, {"strip_left", true}, {"strip_right", false}};
+  expect_refused_in(
+      first, "/pre_tokenizer",
+      {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}},
+      refused("Metaspace prepend_scheme \"first\" after a Strip or Replace normalizer",
+              "pre_tokenizer"));
 }
 
 // SentencePiece-style files cannot give back a "▁" of the text (it decodes
@@ -298,6 +340,63 @@ TEST(HfTokenizer, PrepRecordsTheFileAndItsKind) {
   // A tokenizer file that does not match the shards is caught.
   write_text(dir / "out/tokenizer.json", read_bytes(reference().path("gpt2", "gpt2.json")));
   expect_input_error([&] { read_dataset_info(dir / "out", "train"); }, "checksum");
+}
+
+// prep puts the template's tokens (composite.json: <bos> ... <|endoftext|>)
+// around each document unless told not to, and the dataset records which, so
+// whatever reads its tokenizer back encodes the same way.
+TEST(HfTokenizer, PrepAppliesTheTemplateUnlessNoBosAndRecordsIt) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", make_text_corpus(0, 20));
+  const Tokenizer plain = hf_tokenizer("composite");
+  const json file = json::parse(plain.file_bytes());
+  const int64_t bos = file["post_processor"]["special_tokens"]["<bos>"]["ids"][0];
+  std::map<bool, std::string> checksums;
+  for (bool add : {true, false}) {
+    const std::string out = dir / (add ? "with" : "without");
+    PrepOptions options = small_prep_options({dir / "corpus.txt"}, out);
+    options.tokenizer_model = reference().path("composite", "composite.json");
+    options.add_special_tokens = add;
+    checksums[add] = run_prep(options).tokenizer_checksum;
+    const auto docs = split_documents(out, "train");
+    ASSERT_EQ(docs.size(), 20u);
+    for (const auto& doc : docs) {
+      EXPECT_EQ(doc.front() == bos, add);
+      EXPECT_EQ(doc.back(), plain.eos_id());
+      EXPECT_NE(doc[doc.size() - 2], plain.eos_id());  // the template's EOS is the one EOS
+    }
+    const json settings = json::parse(read_bytes(out + "/tokenizer_settings.json"));
+    EXPECT_EQ(settings["add_special_tokens"], add);
+    const Tokenizer recorded = Tokenizer::from_dataset(out);
+    EXPECT_EQ(recorded.settings().add_special_tokens, std::optional<bool>(add));
+    const std::vector<int64_t> first = docs[0];
+    const auto again = recorded.encode_documents({make_document(0)})[0];
+    EXPECT_EQ(std::vector<int64_t>(again.begin(), again.end()), first);
+    EXPECT_EQ(json::parse(read_bytes(out + "/prep.json")).contains("no_bos"), !add);
+  }
+  EXPECT_NE(checksums[true], checksums[false]);
+}
+
+// Files without a template keep the settings record (and so the checksums)
+// datasets had before templates were read; a dataset whose record has no
+// add_special_tokens is read without the template.
+TEST(HfTokenizer, SettingsRecordMentionsTemplatesOnlyForFilesWithOne) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", make_text_corpus(0, 5));
+  PrepOptions options = small_prep_options({dir / "corpus.txt"}, dir / "out");
+  options.tokenizer_model = reference().path("llama3", "llama3.json");
+  run_prep(options);
+  EXPECT_EQ(
+      read_bytes(dir / "out/tokenizer_settings.json"),
+      json({{"kind", "tokenizer.json"}, {"eos_token", ""}, {"tiktoken_pattern", ""}}).dump(2) +
+          "\n");
+  write_text(dir / "old/tokenizer.json", hf_tokenizer("composite").file_bytes());
+  write_text(
+      dir / "old/tokenizer_settings.json",
+      json({{"kind", "tokenizer.json"}, {"eos_token", ""}, {"tiktoken_pattern", ""}}).dump());
+  const Tokenizer old = Tokenizer::from_dataset(dir / "old");
+  EXPECT_EQ(old.settings().add_special_tokens, std::nullopt);
+  EXPECT_EQ(old.encode_documents({"x"}), hf_tokenizer("composite").encode_documents({"x"}));
 }
 
 }  // namespace

@@ -518,6 +518,28 @@ TEST(HfExport, WritesTheDatasetsTokenizerJsonGivingPrepsIds) {
   expect_exported_tokenizer_gives(tokenizer, texts, dir);
 }
 
+// A dataset of the published Llama 3.1 tokenizer.json, whose template puts
+// <|begin_of_text|> in front: AutoTokenizer from the export gives prep's ids
+// with that BOS where prep put it (the default) and without it where prep was
+// told --no-bos (the export then leaves the template out).
+TEST(HfExport, TheTemplatesBosGoesAsPrepUsedIt) {
+  ASSERT_TRUE(transformers_available());
+  TempDir source;
+  ASSERT_NO_FATAL_FAILURE(testing::decompress_shared_data(
+      "tokenizers/llama3.1-8b-instruct/tokenizer.json.zst", source / "llama3.json"));
+  const auto texts = tokenizer_corpus();
+  for (const bool bos : {true, false}) {
+    SCOPED_TRACE(bos ? "with the template's BOS" : "--no-bos");
+    TempDir dir;
+    const Tokenizer tokenizer =
+        Tokenizer::from_file(source / "llama3.json").with_special_tokens(bos);
+    tokenizer.save_to_dataset(dir / "data");
+    export_tiny_model_with(tokenizer, dir);
+    expect_exported_tokenizer_gives(tokenizer, texts, dir);
+    EXPECT_EQ(tokenizer.encode_documents({"x"})[0][0] == 128000, bos);
+  }
+}
+
 TEST(Safetensors, RoundTripsAndRefusesATruncatedFile) {
   TempDir dir;
   const std::map<std::string, torch::Tensor> tensors = {

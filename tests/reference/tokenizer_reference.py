@@ -12,12 +12,21 @@ tokenizer files in the shapes real models ship:
   llama2.json    SentencePiece-style: Prepend("▁") + Replace(" ", "▁")
                  normalizer, byte fallback, unk token </s>
   metaspace.json Metaspace pre-tokenizer (prepend_scheme "first", split)
+  composite.json byte-level BPE behind components no published file
+                 combines (NFKD, Lowercase, Replace, Strip; Split, Punctuation,
+                 Digits, WhitespaceSplit, ByteLevel with a prefix space), added
+                 tokens with every option and a template that ends with EOS
+  characters.json  character-level BPE with an unknown token and byte pieces
+                 for a few bytes, behind NFD and Lowercase, Whitespace then
+                 Metaspace ("first", no split)
   ranks.tiktoken  Llama 3's byte-level vocabulary as tiktoken ranks
-for each NAME asked for (gpt2, prefix, llama3, llama2, metaspace, or
-tiktoken_gpt2 / tiktoken_cl100k / tiktoken_o200k for ranks.tiktoken with that
-pattern), with DIR/NAME.ids.json: the ids of every document of docs.json
-followed by the EOS id (`tokenizers`: encode_batch(add_special_tokens=False);
-tiktoken: encode_ordinary).
+for each NAME asked for (gpt2, prefix, llama3, llama2, metaspace, composite,
+characters, or tiktoken_gpt2 / tiktoken_cl100k / tiktoken_o200k for
+ranks.tiktoken with that pattern), with DIR/NAME.ids.json: the ids of every
+document of docs.json followed by the EOS id (`tokenizers`:
+encode_batch(add_special_tokens=False); tiktoken: encode_ordinary), and for a
+file with a template DIR/NAME.template_ids.json (add_special_tokens=True, no
+EOS added).
 """
 
 import base64
@@ -26,7 +35,8 @@ import sys
 
 import tiktoken
 from tiktoken_ext import openai_public
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,
+                        processors, trainers)
 
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -103,9 +113,64 @@ def sentencepiece_files(train):
     llama2["normalizer"] = {"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": METASPACE},
         {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}]}
+    llama2["decoder"] = {"type": "Sequence", "decoders": [  # as Llama 2's file has it
+        {"type": "Replace", "pattern": {"String": METASPACE}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
     metaspace["pre_tokenizer"] = {"type": "Metaspace", "replacement": METASPACE,
                                   "prepend_scheme": "first", "split": True}
+    metaspace["decoder"] = {"type": "Metaspace", "replacement": METASPACE,
+                            "prepend_scheme": "first", "split": True}
     return {"llama2": llama2, "metaspace": metaspace}
+
+
+def composite_spec(train):
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([
+        normalizers.NFKD(), normalizers.Lowercase(),
+        normalizers.Replace(Regex(r"[0-9]{4,}"), "0000"), normalizers.Strip()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split("-", behavior="merged_with_next"),
+        pre_tokenizers.Punctuation(behavior="merged_with_previous"),
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=700, special_tokens=["<|endoftext|>", "<bos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(train, trainer)
+    tok.add_special_tokens([AddedToken("[MASK]", lstrip=True, rstrip=True, normalized=False),
+                            AddedToken("<sep>", rstrip=True, normalized=True)])
+    tok.add_tokens([AddedToken("hello", normalized=True),
+                    AddedToken("wor", single_word=True, normalized=False),
+                    AddedToken("  ", lstrip=True, normalized=False)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A <|endoftext|>",
+        special_tokens=[("<bos>", tok.token_to_id("<bos>")),
+                        ("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
+    return json.loads(tok.to_str())
+
+
+def characters_spec(train):
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=False, byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Whitespace(),
+        pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="first", split=False)])
+    tok.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="first")
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "</s>"],
+                                  limit_alphabet=60, show_progress=False)
+    tok.train_from_iterator(train, trainer)
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, normalized=False)])
+    spec = json.loads(tok.to_str())
+    # Byte pieces for a few bytes only: characters of them fall back to bytes,
+    # other unknown ones become <unk> (which waits for the next known character).
+    vocab = spec["model"]["vocab"]
+    for byte in "\u65e5".encode():  # 日 falls back to bytes, 本 (E6 9C AC) is <unk>
+        vocab[f"<0x{byte:02X}>"] = len(vocab)
+    spec["added_tokens"][-1]["id"] = len(vocab)
+    return spec
 
 
 def hf_spec(name, train):
@@ -113,12 +178,16 @@ def hf_spec(name, train):
         return gpt2_files(train)[name]
     if name == "llama3":
         return llama3_spec(train)
+    if name == "composite":
+        return composite_spec(train)
+    if name == "characters":
+        return characters_spec(train)
     return sentencepiece_files(train)[name]
 
 
 def eos_of(name):
-    return {"llama3": "<|end_of_text|>", "llama2": "</s>", "metaspace": "</s>"}.get(
-        name, "<|endoftext|>")
+    return {"llama3": "<|end_of_text|>", "llama2": "</s>", "metaspace": "</s>",
+            "characters": "</s>"}.get(name, "<|endoftext|>")
 
 
 def write_hf(out, name, spec, docs):
@@ -130,6 +199,10 @@ def write_hf(out, name, spec, docs):
     ids = [e.ids + [eos] for e in tok.encode_batch(docs, add_special_tokens=False)]
     with open(f"{out}/{name}.ids.json", "w") as f:
         f.write(json.dumps(ids))
+    if spec.get("post_processor"):
+        ids = [e.ids for e in tok.encode_batch(docs, add_special_tokens=True)]
+        with open(f"{out}/{name}.template_ids.json", "w") as f:
+            f.write(json.dumps(ids))
 
 
 def write_tiktoken(out, pattern_name, llama3, docs):

@@ -1,0 +1,117 @@
+// Texts the tokenizer.json and tiktoken tests encode with every file: text
+// chosen to break a byte-level or SentencePiece-style encoder, and the hard
+// cases of Unicode text (forms that NFC, NFD or NFKC change, scripts, digits,
+// punctuation and whitespace runs, emoji).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data_test_util.h"
+
+namespace moelab::testing {
+
+inline std::vector<std::string> tokenizer_adversarial_texts() {
+  std::vector<std::string> texts = {
+      "",
+      " ",
+      "   \t  ",
+      "\n\n\n",
+      "line one\r\nline two\r\n\r\n",
+      "tabs\tand\t\ttabs \t mixed",
+      "  leading and trailing  ",
+      "digits 1234567890123 3.14159 1,000,000 007",
+      "it's I'M they'LL you'VE we'D she'S 'S 'll Don't",
+      "emoji \xF0\x9F\x98\x80\xF0\x9F\x90\x88 family "
+      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 flag "
+      "\xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
+      "combining cafe\xCC\x81 n\xCC\x83 a\xCC\x8A\xCC\x81",
+      "CJK \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE6\x96\x87 "
+      "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+      "RTL \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 123",
+      "zero\xE2\x80\x8Bwidth \xC2\xA0nbsp \xE3\x80\x80ideographic space",
+      std::string("nul\0inside\0", 12),
+      "special <|endoftext|> inside <|end_of_text|><|begin_of_text|> text </s><s>",
+      "<|endoftext|>",
+      "<s>starts with a special token</s> and goes on",
+      "</s>",
+      "<|endoftext|><|endoftext|>  <|endoftext",
+      "\xE2\x96\x81"
+      "already \xE2\x96\x81"
+      "escaped",
+      "<0x41> <unk> look like pieces",
+      "trailing spaces   ",
+      "ends in newline\n",
+  };
+  std::string long_line;
+  while (long_line.size() < 200000) long_line += make_document(int(long_line.size()) % 977) + " ";
+  texts.push_back(long_line);
+  texts.push_back(std::string(5000, 'a'));
+  texts.push_back(std::string(3000, ' ') + "x");
+  return texts;
+}
+
+// Unicode text whose ids depend on normalisation and character classes.
+inline std::vector<std::string> tokenizer_hard_case_texts() {
+  return {
+      // One word in NFC and in NFD; marks in canonical and in other order.
+      "caf\xC3\xA9 cafe\xCC\x81 Caf\xC3\x89 CAFE\xCC\x81",
+      "a\xCC\xA3\xCC\x81 a\xCC\x81\xCC\xA3 q\xCC\x87\xCC\xA3 \xE1\xBB\x87 e\xCC\xA3\xCC\x82",
+      // Marks of Unicode 10 and 11, which `tokenizers` (Unicode 9 data) never reorders.
+      "e\xDF\xBD\xCC\x81 a\xCC\x96\xE0\xB4\xBB x\xDF\xBD\xCC\xB4",
+      // Compatibility forms: ligatures, full width, circled, super/subscripts, units.
+      "\xEF\xAC\x81nal \xEF\xAC\x83x \xEF\xAC\x80 \xE2\x84\xAB \xE2\x84\xA6 \xC2\xBD \xE2\x91\xA0"
+      "\xE2\x91\xA1 x\xC2\xB2 H\xE2\x82\x82O \xE3\x8E\x8F \xE2\x84\x83 \xE2\x84\xA2 \xE2\x85\xAB",
+      "\xEF\xBD\x86\xEF\xBD\x95\xEF\xBD\x8C\xEF\xBD\x8C\xEF\xBC\x8D\xEF\xBD\x97\xEF\xBD\x89\xEF"
+      "\xBD\x84\xEF\xBD\x94\xEF\xBD\x88\xE3\x80\x80\xEF\xBC\xA1\xEF\xBC\xA2\xEF\xBC\xA3\xE3\x80"
+      "\x80\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBC\x81",
+      // Hangul: syllables, the same as conjoining jamo, compatibility jamo.
+      "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB\xE1\x84\x80\xE1"
+      "\x85\xAE\xE1\x86\xA8 \xE3\x84\xB1\xE3\x84\xB4\xE3\x85\x8F",
+      // CJK and Japanese with their own punctuation.
+      "\xE6\xBC\xA2\xE5\xAD\x97\xE3\x83\x86\xE3\x82\xB9\xE3\x83\x88\xE3\x80\x82\xE4\xB8\xAD\xE6"
+      "\x96\x87\xEF\xBC\x8C\xE6\xA0\x87\xE7\x82\xB9\xEF\xBC\x81\xE3\x80\x8C\xE5\xBC\x95\xE7\x94"
+      "\xA8\xE3\x80\x8D\xE3\x81\xB2\xE3\x82\x89\xE3\x81\x8C\xE3\x81\xAA\xEF\xBD\xB6\xEF\xBE\x80"
+      "\xEF\xBD\xB6\xEF\xBE\x85",
+      // Cased scripts: final sigma, dotted I, sharp s, Cyrillic, Vietnamese, Devanagari, Thai.
+      "\xCE\xA3\xCE\x8A\xCE\xA3\xCE\xA5\xCE\xA6\xCE\x9F\xCE\xA3 \xCF\x83\xCE\xAF\xCF\x83\xCF\x85"
+      "\xCF\x86\xCE\xBF\xCF\x82 \xC4\xB0stanbul \xC4\xB1i Stra\xC3\x9F"
+      "e \xE1\xBA\x9E "
+      "\xD0\x9C\xD0\xBE\xD1\x81\xD0\xBA\xD0\xB2\xD0\xB0 Ti\xE1\xBA\xBFng Vi\xE1\xBB\x87t "
+      "\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 "
+      "\xE0\xB8\xA0\xE0\xB8\xB2\xE0\xB8\xA9\xE0\xB8\xB2\xE0\xB9\x84\xE0\xB8\x97\xE0\xB8\xA2",
+      // Digit runs in several scripts.
+      "1234567890123456789 3.14159 \xD9\xA1\xD9\xA2\xD9\xA3\xD9\xA4\xD9\xA5 \xEF\xBC\x90\xEF"
+      "\xBC\x91\xEF\xBC\x92 \xE2\x81\xB4\xC2\xB2 \xE0\xA5\xA7\xE0\xA5\xA8 12a34b567c 0x1F 1e-9",
+      // Punctuation runs.
+      "!!!??? ...,,,;;; --- ((( ))) [[x]] {{y}} \xC2\xAB\xC2\xBB \xE2\x80\x9E\xE2\x80\x9C "
+      "\xE2\x80\x98\xE2\x80\x99 \xE2\x80\x94\xE2\x80\x93 \xE2\x80\xA6 \xC2\xBF\xC2\xA1 "
+      "@#$%^&*_+=~`|\\/",
+      // Whitespace runs of every kind.
+      "a  b   c\t\t d \n\n\n e \r\n f\xC2\xA0g\xE2\x80\x83h\xE3\x80\x80i \xE2\x80\xA8j\xC2\x85k  "
+      "\t\n x",
+      "    indented\n\tdef f(x):\n\t\treturn x ** 2  # comment\n\n\n    if a != b: pass\n",
+      // Emoji: presentation selectors, skin tones, keycaps, ZWJ, tags, newer ones.
+      "\xE2\x9D\xA4\xEF\xB8\x8F \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD 1\xEF\xB8\x8F\xE2\x83\xA3 "
+      "\xF0\x9F\x8F\xB4\xF3\xA0\x81\xA7\xF3\xA0\x81\xA2\xF3\xA0\x81\xA5\xF3\xA0\x81\xAE\xF3\xA0"
+      "\x81\xA7\xF3\xA0\x81\xBF \xF0\x9F\xA5\xB0 \xF0\x9F\xAB\xA0 \xF0\x9F\xA7\x91\xE2\x80\x8D"
+      "\xF0\x9F\x92\xBB",
+      // Invisible and formatting characters.
+      "soft\xC2\xADhyphen zero\xE2\x80\x8Bwidth join\xE2\x80\x8D"
+      "er \xEF\xBB\xBF"
+      "bom "
+      "var\xEF\xB8\x8Eiation \xE2\x80\xAEreversed\xE2\x80\xAC",
+      "it's I'M don't DON'T you're 'quoted' \"double\" it\xE2\x80\x99s",
+      "https://example.com/path?q=1&r=2#frag user@example.org C:\\dir\\file.txt",
+      "mixed\xD0\x94\xD0\x96"
+      "abc\xE4\xB8\xAD\xE6\x96\x87"
+      "123\xF0\x9F\x98\x80!x",
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "................................................................",
+      "\xE2\x96\x81\xE2\x96\x81 leading metaspaces\xE2\x96\x81",
+      // Control characters (some byte-level vocabularies lack their bytes).
+      "ctrl\x03\x04\x05 x\x0By\x1Cz\x1E\x7F end",
+  };
+}
+
+}  // namespace moelab::testing
