@@ -15,15 +15,16 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_io.h"
+#include "cli/export_checks.h"
 #include "cli/run_moelab.h"
+#include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
 #include "config/load.h"
-#include "common/checkpoint_test_util.h"
-#include "hub/hf_test_util.h"
 #include "data/batch_loader.h"
 #include "data/data_test_util.h"
 #include "data/dataset_info.h"
 #include "data/shard_reader.h"
+#include "hub/hf_test_util.h"
 #include "util/atomic_file.h"
 
 namespace moelab {
@@ -50,12 +51,6 @@ std::vector<std::string> corpus_documents(int first, int count) {
                    make_document(i + 5000) + "?)");
   }
   return docs;
-}
-
-void write_corpus(const std::string& path, const std::vector<std::string>& docs) {
-  std::string text;
-  for (const auto& doc : docs) text += doc + "\n<|endoftext|>\n";
-  write_file_atomically(path, text);
 }
 
 // <dir>/llama3.json: a Llama-3-style byte-level BPE (tokenizer_reference.py)
@@ -98,8 +93,8 @@ void import_and_prep(const TempDir& dir, const std::vector<std::string>& val_tex
       "llama", "tokenizer=" + (dir / "llama3.json") + " max_position_embeddings=16", dir / "hf"));
   MoelabResult r = moelab("import " + (dir / "hf") + " --out " + (dir / "imported"));
   ASSERT_EQ(r.code, 0) << r.output;
-  write_corpus(dir / "corpus.txt", corpus_documents(kValDocs, 300));
-  write_corpus(dir / "val.txt", val_texts);
+  testing::write_corpus(dir / "corpus.txt", corpus_documents(kValDocs, 300));
+  testing::write_corpus(dir / "val.txt", val_texts);
   r = moelab("prep --input " + (dir / "corpus.txt") + " --val-input " + (dir / "val.txt") +
              " --tokenizer " + (dir / "hf/tokenizer.json") + " --out " + (dir / "data"));
   ASSERT_EQ(r.code, 0) << r.output;
@@ -135,34 +130,6 @@ void expect_started_from_import(const TempDir& dir, const Config& cfg, const std
   }
 }
 
-// AutoTokenizer from the export gives prep's ids for the new text (less EOS),
-// and AutoModelForCausalLM the trained model's logits on those ids.
-void expect_transformers_reads_export(const TempDir& dir, const Config& cfg,
-                                      const std::string& trained,
-                                      const std::vector<std::string>& val_texts) {
-  const auto prepared = split_documents(dir / "data", "val");
-  const auto theirs = hf_token_ids(dir / "export", val_texts, dir);
-  ASSERT_EQ(prepared.size(), val_texts.size());
-  ASSERT_EQ(theirs.size(), val_texts.size());
-  std::vector<int64_t> stream;
-  for (size_t i = 0; i < prepared.size(); ++i) {
-    EXPECT_EQ(theirs[i], std::vector<int64_t>(prepared[i].begin(), prepared[i].end() - 1))
-        << "document " << i << ": '" << val_texts[i] << "'";
-    stream.insert(stream.end(), prepared[i].begin(), prepared[i].end());
-  }
-  const int64_t len = cfg.model.seq_len;
-  ASSERT_GE(int64_t(stream.size()), 2 * len);
-  const auto tokens = torch::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + 2 * len))
-                          .reshape({2, len});
-  Transformer model = testing::load_model_checkpoint(trained);
-  torch::NoGradGuard no_grad;
-  const auto ours = model->forward(tokens).logits;
-  const auto logits = hf_logits(dir / "export", tokens, dir, cfg.model.vocab_size);
-  const double diff = (ours - logits).abs().max().item<double>();
-  std::cout << "trained model: max |logits difference| = " << diff << "\n";
-  EXPECT_LE(diff, 1e-4);
-}
-
 TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
   ASSERT_TRUE(testing::transformers_available())
       << "transformers is not installed for " << testing::kPython
@@ -176,7 +143,8 @@ TEST(ImportedModelE2E, TrainsFromTheImportAndTransformersReadsTheExport) {
   expect_started_from_import(dir, cfg, trained);
   const MoelabResult r = moelab("export " + trained + " --format hf --out " + (dir / "export"));
   ASSERT_EQ(r.code, 0) << r.output;
-  expect_transformers_reads_export(dir, cfg, trained, val_texts);
+  testing::expect_transformers_reads_export(dir, cfg.model.seq_len, cfg.model.vocab_size, trained,
+                                            val_texts);
 }
 
 }  // namespace

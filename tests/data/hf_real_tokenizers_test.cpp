@@ -129,7 +129,7 @@ TEST_P(RealTokenizerFile, SameIdsAndTextAsTheReference) {
   const RealFile& real = GetParam();
   TempDir dir;
   const std::string file = dir / std::filesystem::path(real.path).stem().string();
-  ASSERT_NO_FATAL_FAILURE(decompress_shared_data("tokenizers/" + real.path, file));
+  ASSERT_NO_FATAL_FAILURE(decompress_shared_data(std::string("tokenizers/") + real.path, file));
   TokenizerSettings settings;
   settings.eos_token = real.eos_token;
   settings.tiktoken_pattern = real.tiktoken_pattern;

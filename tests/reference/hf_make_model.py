@@ -14,7 +14,8 @@ that shape the files:
   bias=zero      q/k/v biases (Qwen2, Qwen2-MoE) zeroed
   tokenizer=PATH a tokenizer.json saved with the model as transformers' fast
                  tokenizer saves it (EOS: the file's last added token);
-                 vocab_size is its size
+                 vocab_size is its size, or the published config's where
+                 that is larger
 Every parameter, norms, biases and gates included, is drawn at random so that
 no mapping mistake hides behind an initial value.
 """
@@ -86,9 +87,12 @@ def main():
     tokenizer = options.pop("tokenizer", None)
     published = options.pop("config", None)
     config_cls, model_cls, defaults = FAMILIES[family]
+    published_vocab = 0
     if published:
         with open(published, encoding="utf-8") as f:
-            keys = shrink(json.load(f))
+            original = json.load(f)
+        keys = shrink(original)
+        published_vocab = original["vocab_size"]
     else:
         keys = dict(vocab_size=37, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
                     num_key_value_heads=2, max_position_embeddings=8, rms_norm_eps=1e-5,
@@ -99,7 +103,8 @@ def main():
         with open(tokenizer, encoding="utf-8") as f:
             eos = json.load(f)["added_tokens"][-1]["content"]
         tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer, eos_token=eos)
-        keys["vocab_size"] = len(tokenizer)
+        # A published embedding may be padded past its tokenizer (Qwen's are).
+        keys["vocab_size"] = max(len(tokenizer), published_vocab)
     torch.manual_seed(3)
     model = model_cls(config_cls.from_dict(keys))
     with torch.no_grad():
