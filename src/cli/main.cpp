@@ -22,10 +22,22 @@ bool runs_as_rank(int argc, char** argv) {
   const std::string_view command = argv[1];
   return command != "study" && command != "report" && command != "params";
 }
+
+// Commands that run steps over and over keep freed memory for the next step;
+// the others give it back (util/allocator.h).
+bool runs_steps(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string_view command = argv[1];
+  return command == "train" || command == "eval" || command == "convert";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
-  moelab::keep_freed_memory();
+  if (runs_steps(argc, argv)) {
+    moelab::keep_freed_memory();
+  } else {
+    moelab::give_back_freed_memory();
+  }
   std::optional<moelab::MpiSession> mpi;
   if (runs_as_rank(argc, argv)) {
     mpi.emplace(&argc, &argv);

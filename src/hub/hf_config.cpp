@@ -61,31 +61,6 @@ std::vector<int64_t> dense_layers(const Config& cfg) {
   return dense;
 }
 
-// RoPE scaling as transformers 5 writes it (rope_parameters, with rope_theta).
-json rope_parameters_json(const ModelConfig& m) {
-  const RopeScaling& r = m.rope_scaling;
-  json j = {{"rope_type", r.type == RopeScalingType::kNone ? "default" : choice_name(r.type)},
-            {"rope_theta", m.rope_theta}};
-  if (r.type == RopeScalingType::kNone) return j;
-  j["factor"] = r.factor;
-  j["original_max_position_embeddings"] = r.original_seq_len;
-  if (r.type == RopeScalingType::kLlama3) {
-    j["low_freq_factor"] = r.low_freq_factor;
-    j["high_freq_factor"] = r.high_freq_factor;
-    return j;
-  }
-  j["beta_fast"] = r.beta_fast;
-  j["beta_slow"] = r.beta_slow;
-  j["truncate"] = r.truncate;
-  // Zero is moelab's "not given": transformers reads those keys' absence (null).
-  for (auto [key, value] : {std::pair{"mscale", r.mscale},
-                            {"mscale_all_dim", r.mscale_all_dim},
-                            {"attention_factor", r.attention_factor}}) {
-    j[key] = value > 0 ? json(value) : json(nullptr);
-  }
-  return j;
-}
-
 json shared_keys_json(const Config& cfg) {
   const auto& m = cfg.model;
   json j;
@@ -268,6 +243,30 @@ void read_moe_keys(const json& j, const HubFamily& f, Config& cfg, const std::st
 }
 
 }  // namespace
+
+json rope_parameters_json(const ModelConfig& m) {
+  const RopeScaling& r = m.rope_scaling;
+  json j = {{"rope_type", r.type == RopeScalingType::kNone ? "default" : choice_name(r.type)},
+            {"rope_theta", m.rope_theta}};
+  if (r.type == RopeScalingType::kNone) return j;
+  j["factor"] = r.factor;
+  j["original_max_position_embeddings"] = r.original_seq_len;
+  if (r.type == RopeScalingType::kLlama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+    return j;
+  }
+  j["beta_fast"] = r.beta_fast;
+  j["beta_slow"] = r.beta_slow;
+  j["truncate"] = r.truncate;
+  // Zero is moelab's "not given": transformers reads those keys' absence (null).
+  for (auto [key, value] : {std::pair{"mscale", r.mscale},
+                            {"mscale_all_dim", r.mscale_all_dim},
+                            {"attention_factor", r.attention_factor}}) {
+    j[key] = value > 0 ? json(value) : json(nullptr);
+  }
+  return j;
+}
 
 json hf_config_json(const Config& cfg, const HubFamily& f) {
   json j = shared_keys_json(cfg);

@@ -13,6 +13,9 @@
 
 namespace moelab {
 
+// model.rope_theta and model.rope_scaling as transformers 5's rope_parameters.
+nlohmann::json rope_parameters_json(const ModelConfig& model);
+
 // The config.json of cfg written as `family` (which must express it).
 nlohmann::json hf_config_json(const Config& cfg, const HubFamily& family);
 

@@ -17,4 +17,13 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);  // and the heap's top is kept, not trimmed
 }
 
+// glibc raises its mmap threshold to the size of each large block freed (up to
+// 32 MB), so after one big tensor the next ones come from the heap, whose top
+// stays pinned by smaller blocks: streaming a 0.5B-parameter import that way
+// peaked at ~1.8x the file. A fixed threshold keeps every large block an mmap,
+// returned whole when freed.
+void give_back_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);  // blocks over 1 MB are mapped and unmapped
+}
+
 }  // namespace moelab

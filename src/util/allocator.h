@@ -7,4 +7,8 @@ namespace moelab {
 // the mmap/munmap + page-fault round trip made token dispatch ~20x slower.
 void keep_freed_memory();
 
+// For commands that stream data once (import, export, prep): large freed blocks
+// go back to the system at once, so the peak is what is alive, not what was.
+void give_back_freed_memory();
+
 }  // namespace moelab

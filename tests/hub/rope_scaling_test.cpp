@@ -1,6 +1,6 @@
 // RoPE scaling against transformers' own _compute_llama3_parameters and
 // _compute_yarn_parameters (tests/reference/transformers_rope.py), on the
-// parameters of published configs: row 1 of moelab's tables holds
+// parameters of published configs as export writes them: row 1 of moelab's tables holds
 // m cos(f_i) and m sin(f_i), so each pair's frequency f_i and the attention
 // factor m read back from it.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hub/hf_config.h"
 #include "model/rope.h"
 
 namespace moelab {
@@ -65,24 +66,12 @@ std::vector<RopeCase> cases() {
   };
 }
 
+// The case as config.json's rope_parameters, written as `moelab export` writes them.
 nlohmann::json transformers_parameters(const RopeCase& c) {
-  const RopeScaling& r = c.scaling;
-  nlohmann::json p = {{"rope_type", choice_name(r.type)},
-                      {"rope_theta", c.theta},
-                      {"factor", r.factor},
-                      {"original_max_position_embeddings", r.original_seq_len}};
-  if (r.type == RopeScalingType::kLlama3) {
-    p["low_freq_factor"] = r.low_freq_factor;
-    p["high_freq_factor"] = r.high_freq_factor;
-    return p;
-  }
-  p["beta_fast"] = r.beta_fast;
-  p["beta_slow"] = r.beta_slow;
-  p["truncate"] = r.truncate;
-  if (r.mscale > 0) p["mscale"] = r.mscale;
-  if (r.mscale_all_dim > 0) p["mscale_all_dim"] = r.mscale_all_dim;
-  if (r.attention_factor > 0) p["attention_factor"] = r.attention_factor;
-  return p;
+  ModelConfig m;
+  m.rope_theta = c.theta;
+  m.rope_scaling = c.scaling;
+  return rope_parameters_json(m);
 }
 
 TEST(RopeScaling, FrequenciesAndAttentionFactorAreTransformers) {
