@@ -12,6 +12,7 @@
 #include "study/axis_report.h"
 #include "study/rate_report.h"
 #include "study/support_files.h"
+#include "study/task_report.h"
 #include "study/train_command.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -45,7 +46,9 @@ std::vector<ValPoint> gap_curve(const RunResult& a, const RunResult& b) {
   std::vector<ValPoint> gaps;
   for (const auto& p : a.curve) {
     auto it = by_step.find(p.step);
-    if (it != by_step.end()) gaps.push_back({p.step, p.tokens, p.val_loss - it->second->val_loss});
+    if (it != by_step.end()) {
+      gaps.push_back({p.step, p.tokens, p.val_loss - it->second->val_loss, {}, {}});
+    }
   }
   return gaps;
 }
@@ -127,6 +130,7 @@ json summary_json(const StudyReport& report) {
                          {"best_val_loss", to_json(p.best_gap)},
                          {"final_val_loss", to_json(p.final_gap)}});
   }
+  j.update(task_summary_json(report));
   j["excluded_runs"] = json::array();
   for (const auto& r : report.runs) {
     if (!r.done) {
@@ -245,6 +249,7 @@ std::string summary_markdown(const StudyReport& report) {
                         format_mean_std(p.best_gap), format_mean_std(p.final_gap));
     }
   }
+  md += task_summary_markdown(report);
   md += axis_summary_markdown(report, report.axis_order);
   md += rate_summary_markdown(report);
   md += "\n## Missing or unfinished runs (excluded)\n\n";
@@ -254,16 +259,18 @@ std::string summary_markdown(const StudyReport& report) {
       md += fmt::format("- {} seed {}: {} (`{}`)\n", r.variant, r.seed, r.problem, r.dir);
   }
   md +=
-      "\nFiles: `curves.csv`, `set_curves.csv` (each named validation set), `gap_curves.csv`, "
-      "`summary.json` (and `axis_summary.csv` for a grid, `rate_summary.csv` for an "
-      "activation-rate sweep); plots `curves.png`, `gaps.png` (and `set_curves.png`, `axis.png`, "
-      "`activation_rate.png`) when matplotlib was available.\n";
+      "\nFiles: `curves.csv`, `set_curves.csv` (each named validation set), `task_curves.csv` "
+      "(each downstream task score), `gap_curves.csv`, `summary.json` (and `axis_summary.csv` "
+      "for a grid, `rate_summary.csv` for an activation-rate sweep); plots `curves.png`, "
+      "`gaps.png` (and `set_curves.png`, `task_curves.png`, `axis.png`, `activation_rate.png`) "
+      "when matplotlib was available.\n";
   return md;
 }
 
 void write_report_tables(const StudyReport& report, const std::string& dir) {
   write_file_atomically(dir + "/curves.csv", curves_csv(report));
   write_file_atomically(dir + "/set_curves.csv", set_curves_csv(report));
+  write_file_atomically(dir + "/task_curves.csv", task_curves_csv(report));
   write_file_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
   write_file_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
   write_file_atomically(dir + "/summary.md", summary_markdown(report));
