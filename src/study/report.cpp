@@ -29,12 +29,6 @@ const RunResult* find_run(const std::vector<RunResult>& runs, const std::string&
   return nullptr;
 }
 
-json to_json(const MeanStd& m) {
-  return {{"n", m.n},
-          {"mean", m.n ? json(m.mean) : json(nullptr)},
-          {"std", m.std ? json(*m.std) : json(nullptr)}};
-}
-
 std::string millions(int64_t params) {
   return fmt::format("{:.3f}M", double(params) / 1e6);
 }
@@ -66,16 +60,7 @@ std::string curves_csv(const StudyReport& report) {
 
 // Every named validation set's curve (runs with [[eval.sets]]), one row per point.
 std::string set_curves_csv(const StudyReport& report) {
-  std::string out = "variant,seed,set,step,tokens,val_loss\n";
-  for (const auto& r : report.runs) {
-    if (!r.done) continue;
-    for (const auto& p : r.curve) {
-      for (const auto& [set, loss] : p.sets) {
-        out += fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, set, p.step, p.tokens, loss);
-      }
-    }
-  }
-  return out;
+  return named_curves_csv(report, &ValPoint::sets, "set", "val_loss");
 }
 
 std::string gap_curves_csv(const StudyReport& report) {
@@ -103,10 +88,10 @@ json summary_json(const StudyReport& report) {
                {"moe", v.planned.moe},
                {"n", v.best_val_loss.n},
                {"planned_runs", v.planned_runs},
-               {"best_val_loss", to_json(v.best_val_loss)},
-               {"final_val_loss", to_json(v.final_val_loss)},
-               {"wall_seconds", to_json(v.wall_seconds)},
-               {"tokens", to_json(v.tokens)},
+               {"best_val_loss", mean_std_json(v.best_val_loss)},
+               {"final_val_loss", mean_std_json(v.final_val_loss)},
+               {"wall_seconds", mean_std_json(v.wall_seconds)},
+               {"tokens", mean_std_json(v.tokens)},
                {"planned_tokens", v.planned.tokens},
                {"total_params", v.planned.total_params},
                {"active_params", v.planned.active_params}};
@@ -127,8 +112,8 @@ json summary_json(const StudyReport& report) {
                          {"a", p.pair.a},
                          {"b", p.pair.b},
                          {"seeds", p.seeds},
-                         {"best_val_loss", to_json(p.best_gap)},
-                         {"final_val_loss", to_json(p.final_gap)}});
+                         {"best_val_loss", mean_std_json(p.best_gap)},
+                         {"final_val_loss", mean_std_json(p.final_gap)}});
   }
   j.update(task_summary_json(report));
   j["excluded_runs"] = json::array();
@@ -154,6 +139,21 @@ std::string python_with_matplotlib() {
 }
 
 }  // namespace
+
+std::string named_curves_csv(const StudyReport& report,
+                             std::vector<std::pair<std::string, double>> ValPoint::*values,
+                             const std::string& name_column, const std::string& value_column) {
+  std::string out = "variant,seed," + name_column + ",step,tokens," + value_column + "\n";
+  for (const auto& r : report.runs) {
+    if (!r.done) continue;
+    for (const auto& p : r.curve) {
+      for (const auto& [name, value] : p.*values) {
+        out += fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, name, p.step, p.tokens, value);
+      }
+    }
+  }
+  return out;
+}
 
 size_t StudyReport::missing() const {
   size_t n = 0;

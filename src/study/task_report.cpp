@@ -73,12 +73,6 @@ std::string beyond_spread(const MeanStd& gap) {
   return std::abs(gap.mean) > 2.0 * *gap.std / std::sqrt(double(gap.n)) ? "yes" : "no";
 }
 
-nlohmann::json mean_std_json(const MeanStd& m) {
-  return {{"n", m.n},
-          {"mean", m.n ? nlohmann::json(m.mean) : nlohmann::json(nullptr)},
-          {"std", m.std ? nlohmann::json(*m.std) : nlohmann::json(nullptr)}};
-}
-
 }  // namespace
 
 std::string task_summary_markdown(const StudyReport& report) {
@@ -112,17 +106,7 @@ std::string task_summary_markdown(const StudyReport& report) {
 }
 
 std::string task_curves_csv(const StudyReport& report) {
-  std::string out = "variant,seed,task,step,tokens,value\n";
-  for (const auto& r : report.runs) {
-    if (!r.done) continue;
-    for (const auto& p : r.curve) {
-      for (const auto& [column, value] : p.tasks) {
-        out +=
-            fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, column, p.step, p.tokens, value);
-      }
-    }
-  }
-  return out;
+  return named_curves_csv(report, &ValPoint::tasks, "task", "value");
 }
 
 nlohmann::json task_summary_json(const StudyReport& report) {
