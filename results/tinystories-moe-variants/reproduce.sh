@@ -17,5 +17,5 @@ runs=runs/studies/tinystories-moe-variants
 "$moelab" study run "$study"
 "$moelab" report "$runs"
 
-results/publish-study.sh "$runs" "$here" "summary.md summary.json curves.csv curves.png" "$study"
+results/publish-study.sh "$runs" "$here" "summary.md summary.json curves.csv curves.png task_curves.csv task_curves.png" "$study"
 echo "results refreshed in $here"

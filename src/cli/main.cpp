@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   moelab::add_prep_command(app);
   moelab::add_train_command(app);
   moelab::add_eval_command(app);
+  moelab::add_tasks_command(app);
   moelab::add_study_command(app);
   moelab::add_report_command(app);
   moelab::add_upcycle_command(app);

@@ -172,11 +172,22 @@ struct EvalSet {
   std::string split = "val";
 };
 
+// One downstream task ([[eval.tasks]]): a task of a prepared task folder
+// (`moelab tasks prep`), scored during training; its val.csv columns are
+// task/<name>/<metric> (docs/evaluation.md).
+struct EvalTask {
+  std::string name = "";
+  std::string dir = "";
+  int64_t interval = 0;  // steps between scorings, a multiple of eval.interval (0 = eval.interval)
+  int64_t limit = 0;     // its first N items (0 = all)
+};
+
 struct EvalConfig {
   int64_t interval = 100;   // steps between validations (0 = only at the end)
   int64_t max_windows = 0;  // 0 = the whole validation split
   int64_t batch_seqs = 16;
   std::vector<EvalSet> sets;  // [] = data.val_split of the training data alone
+  std::vector<EvalTask> tasks;
 };
 
 struct LogConfig {

@@ -268,6 +268,17 @@ void validate_datasets(const Config& c) {
   std::vector<std::pair<std::string, std::string>> sets;
   for (const auto& s : c.eval.sets) sets.emplace_back(s.name, s.dir);
   require_named_dirs(c, "eval.sets", sets);
+  std::vector<std::pair<std::string, std::string>> tasks;
+  for (const auto& t : c.eval.tasks) tasks.emplace_back(t.name, t.dir);
+  require_named_dirs(c, "eval.tasks", tasks);
+  for (size_t i = 0; i < c.eval.tasks.size(); ++i) {
+    const int64_t interval = c.eval.tasks[i].interval;
+    require(interval == 0 || (c.eval.interval > 0 && interval % c.eval.interval == 0), c,
+            entry_key(c, "eval.tasks", i, "interval"),
+            "eval.tasks[" + std::to_string(i) + "].interval = " + std::to_string(interval) +
+                " must be a multiple of eval.interval = " + std::to_string(c.eval.interval) +
+                " (tasks are scored at validations)");
+  }
 }
 
 // The key's last component: an entry's key without its "section.list[i]."

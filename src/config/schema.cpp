@@ -92,6 +92,16 @@ std::vector<Field> eval_set_fields(const std::string& prefix, EvalSet& s) {
   };
 }
 
+std::vector<Field> eval_task_fields(const std::string& prefix, EvalTask& t) {
+  return {
+      text(prefix + ".name", &t.name, "task in dir; its val.csv columns are task/<name>/<metric>"),
+      text(prefix + ".dir", &t.dir, "prepared task folder (moelab tasks prep --out)"),
+      integer(prefix + ".interval", &t.interval, 0,
+              "steps between scorings, a multiple of eval.interval (0 = every validation)"),
+      integer(prefix + ".limit", &t.limit, 0, "its first N items (0 = all)"),
+  };
+}
+
 template <typename T>
 TableList table_list(std::string key, std::vector<T>* items,
                      std::vector<Field> (*fields)(const std::string&, T&), std::string help) {
@@ -401,6 +411,8 @@ std::vector<TableList> table_lists(Config& c) {
                  "a training mixture, sampled by weight (none = data.dir alone)"),
       table_list("eval.sets", &c.eval.sets, &eval_set_fields,
                  "validation sets, each its own val.csv column (none = data.val_split)"),
+      table_list("eval.tasks", &c.eval.tasks, &eval_task_fields,
+                 "downstream tasks scored in the loop (docs/evaluation.md)"),
   };
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -64,18 +66,22 @@ InputError bad_line(const std::string& path, size_t line_number, const std::stri
   return InputError(path + ":" + std::to_string(line_number) + ": expected " + expected);
 }
 
-// The numbers of a val.csv row if it holds exactly `columns` of them, else nullopt.
-std::optional<std::vector<double>> numbers(const std::string& line, size_t columns) {
+// The cells of a val.csv row if it holds exactly `columns` of them, numbers in
+// the first `required` and numbers or nothing (NaN) after them, else nullopt.
+std::optional<std::vector<double>> numbers(const std::string& line, size_t columns,
+                                           size_t required) {
   std::vector<double> out;
-  std::stringstream cells(line);
-  std::string cell;
-  while (std::getline(cells, cell, ',')) {
+  size_t start = 0;
+  while (start <= line.size()) {
+    const size_t end = std::min(line.find(',', start), line.size());
+    const std::string cell = line.substr(start, end - start);
     char* parsed_to = nullptr;
     const double value = std::strtod(cell.c_str(), &parsed_to);
-    if (cell.empty() || *parsed_to != '\0') return std::nullopt;
-    out.push_back(value);
+    if (cell.empty() ? out.size() < required : *parsed_to != '\0') return std::nullopt;
+    out.push_back(cell.empty() ? std::nan("") : value);
+    start = end + 1;
   }
-  if (out.size() != columns || line.empty() || line.back() == ',') return std::nullopt;
+  if (out.size() != columns || line.empty()) return std::nullopt;
   return out;
 }
 
@@ -104,12 +110,16 @@ void MetricsLog::write(const nlohmann::json& record) {
   out_ << record.dump() << '\n' << std::flush;
 }
 
-ValLog::ValLog(const std::string& run_dir, int64_t resumed_step, std::vector<std::string> set_names)
+ValLog::ValLog(const std::string& run_dir, int64_t resumed_step, std::vector<std::string> set_names,
+               const std::vector<std::string>& task_columns)
     : path_((std::filesystem::path(run_dir) / "val.csv").string()),
       header_(kValHeader),
-      set_names_(std::move(set_names)) {
+      set_names_(std::move(set_names)),
+      task_columns_(task_columns.size()) {
   for (const auto& name : set_names_) header_ += ",val_loss/" + name;
-  const size_t columns = 4 + set_names_.size();
+  for (const auto& name : task_columns) header_ += "," + name;
+  const size_t required = 4 + set_names_.size();
+  const size_t columns = required + task_columns_;
   std::vector<std::string> kept;
   if (resumed_step >= 0) {
     kept = keep_lines_up_to(path_, resumed_step, [&](const std::string& line, size_t number) {
@@ -117,20 +127,27 @@ ValLog::ValLog(const std::string& run_dir, int64_t resumed_step, std::vector<std
         if (line != header_) throw bad_line(path_, number, "header " + header_);
         return std::optional<int64_t>();
       }
-      const std::optional<std::vector<double>> row = numbers(line, columns);
+      const std::optional<std::vector<double>> row = numbers(line, columns, required);
       if (!row) throw bad_line(path_, number, std::to_string(columns) + " numbers: " + header_);
       return std::optional<int64_t>(int64_t((*row)[0]));
     });
   }
   if (kept.empty()) write_file_durably(path_, header_ + "\n");
-  for (size_t i = 1; i < kept.size(); ++i) best_ = std::min(best_, (*numbers(kept[i], columns))[3]);
+  for (size_t i = 1; i < kept.size(); ++i) {
+    best_ = std::min(best_, (*numbers(kept[i], columns, required))[3]);
+  }
   out_ = open_for_append(path_);
 }
 
-double ValLog::write(int64_t step, int64_t tokens, const std::vector<double>& losses) {
+double ValLog::write(int64_t step, int64_t tokens, const std::vector<double>& losses,
+                     const std::vector<std::optional<double>>& task_cells) {
   best_ = std::min(best_, losses.front());
   std::string row = fmt::format("{},{},{},{}", step, tokens, losses.front(), best_);
   for (size_t i = 0; i < set_names_.size(); ++i) row += fmt::format(",{}", losses.at(i));
+  for (size_t i = 0; i < task_columns_; ++i) {
+    const bool scored = i < task_cells.size() && task_cells[i];
+    row += scored ? fmt::format(",{}", *task_cells[i]) : ",";
+  }
   out_ << row << '\n' << std::flush;
   return best_;
 }

@@ -9,7 +9,9 @@ only one seed has a value the band is omitted (no spread to show).
 
 When runs validate on named sets ([[eval.sets]]) it reads set_curves.csv
 (variant,seed,set,step,tokens,val_loss) and writes set_curves.png: one panel per
-set, the same bands per variant.
+set, the same bands per variant. When runs score downstream tasks
+([[eval.tasks]]) it reads task_curves.csv (variant,seed,task,step,tokens,value)
+and writes task_curves.png: one panel per task metric, the same bands.
 
 For a grid study it also reads axis_summary.csv (variant,kind,<axes>,n,
 best_mean,best_std,...) and writes axis.png: best validation loss (mean with
@@ -153,28 +155,45 @@ def plot_rates(study_dir):
     save(fig, os.path.join(study_dir, "activation_rate.png"))
 
 
-def plot_sets(study_dir):
-    path = os.path.join(study_dir, "set_curves.csv")
+def plot_panels(study_dir, csv_name, key, value, ylabel, title, png_name):
+    """One panel per distinct `key` of csv_name's rows (variant,seed,key,step,
+    tokens,value), each variant's mean ± std band over seeds."""
+    path = os.path.join(study_dir, csv_name)
     if not os.path.exists(path):
         return
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    sets = sorted({row["set"] for row in rows})
-    if not sets:
+    names = sorted({row[key] for row in rows})
+    if not names:
         return
-    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
-    for ax, name in zip(axes[0], sets):
+    columns = min(len(names), 3)
+    grid_rows = (len(names) + columns - 1) // columns
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(6 * columns, 4.5 * grid_rows),
+                             squeeze=False)
+    for ax, name in zip(axes.flat, names):
         values = defaultdict(lambda: defaultdict(list))
         tokens = defaultdict(dict)
         for row in rows:
-            if row["set"] == name:
+            if row[key] == name:
                 step = int(row["step"])
-                values[row["variant"]][step].append(float(row["val_loss"]))
+                values[row["variant"]][step].append(float(row[value]))
                 tokens[row["variant"]][step] = int(row["tokens"])
         plot_bands(ax, values, tokens)
-        ax.set_ylabel("validation loss")
-        ax.set_title(f"val_loss/{name} (mean ± std over seeds)")
-    save(fig, os.path.join(study_dir, "set_curves.png"))
+        ax.set_ylabel(ylabel(name))
+        ax.set_title(title(name))
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    save(fig, os.path.join(study_dir, png_name))
+
+
+def plot_sets(study_dir):
+    plot_panels(study_dir, "set_curves.csv", "set", "val_loss", lambda name: "validation loss",
+                lambda name: f"val_loss/{name} (mean ± std over seeds)", "set_curves.png")
+
+
+def plot_tasks(study_dir):
+    plot_panels(study_dir, "task_curves.csv", "task", "value", lambda name: name.split("/")[-1],
+                lambda name: f"task/{name} (mean ± std over seeds)", "task_curves.png")
 
 
 def main():
@@ -200,6 +219,7 @@ def main():
     ax.set_title("Paired gaps over training (mean ± std over seeds)")
     save(fig, os.path.join(study_dir, "gaps.png"))
     plot_sets(study_dir)
+    plot_tasks(study_dir)
     plot_axes(study_dir)
     plot_rates(study_dir)
 

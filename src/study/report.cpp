@@ -12,6 +12,7 @@
 #include "study/axis_report.h"
 #include "study/rate_report.h"
 #include "study/support_files.h"
+#include "study/task_report.h"
 #include "study/train_command.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -28,12 +29,6 @@ const RunResult* find_run(const std::vector<RunResult>& runs, const std::string&
   return nullptr;
 }
 
-json to_json(const MeanStd& m) {
-  return {{"n", m.n},
-          {"mean", m.n ? json(m.mean) : json(nullptr)},
-          {"std", m.std ? json(*m.std) : json(nullptr)}};
-}
-
 std::string millions(int64_t params) {
   return fmt::format("{:.3f}M", double(params) / 1e6);
 }
@@ -45,7 +40,9 @@ std::vector<ValPoint> gap_curve(const RunResult& a, const RunResult& b) {
   std::vector<ValPoint> gaps;
   for (const auto& p : a.curve) {
     auto it = by_step.find(p.step);
-    if (it != by_step.end()) gaps.push_back({p.step, p.tokens, p.val_loss - it->second->val_loss});
+    if (it != by_step.end()) {
+      gaps.push_back({p.step, p.tokens, p.val_loss - it->second->val_loss, {}, {}});
+    }
   }
   return gaps;
 }
@@ -63,16 +60,7 @@ std::string curves_csv(const StudyReport& report) {
 
 // Every named validation set's curve (runs with [[eval.sets]]), one row per point.
 std::string set_curves_csv(const StudyReport& report) {
-  std::string out = "variant,seed,set,step,tokens,val_loss\n";
-  for (const auto& r : report.runs) {
-    if (!r.done) continue;
-    for (const auto& p : r.curve) {
-      for (const auto& [set, loss] : p.sets) {
-        out += fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, set, p.step, p.tokens, loss);
-      }
-    }
-  }
-  return out;
+  return named_curves_csv(report, &ValPoint::sets, "set", "val_loss");
 }
 
 std::string gap_curves_csv(const StudyReport& report) {
@@ -100,10 +88,10 @@ json summary_json(const StudyReport& report) {
                {"moe", v.planned.moe},
                {"n", v.best_val_loss.n},
                {"planned_runs", v.planned_runs},
-               {"best_val_loss", to_json(v.best_val_loss)},
-               {"final_val_loss", to_json(v.final_val_loss)},
-               {"wall_seconds", to_json(v.wall_seconds)},
-               {"tokens", to_json(v.tokens)},
+               {"best_val_loss", mean_std_json(v.best_val_loss)},
+               {"final_val_loss", mean_std_json(v.final_val_loss)},
+               {"wall_seconds", mean_std_json(v.wall_seconds)},
+               {"tokens", mean_std_json(v.tokens)},
                {"planned_tokens", v.planned.tokens},
                {"total_params", v.planned.total_params},
                {"active_params", v.planned.active_params}};
@@ -124,9 +112,10 @@ json summary_json(const StudyReport& report) {
                          {"a", p.pair.a},
                          {"b", p.pair.b},
                          {"seeds", p.seeds},
-                         {"best_val_loss", to_json(p.best_gap)},
-                         {"final_val_loss", to_json(p.final_gap)}});
+                         {"best_val_loss", mean_std_json(p.best_gap)},
+                         {"final_val_loss", mean_std_json(p.final_gap)}});
   }
+  j.update(task_summary_json(report));
   j["excluded_runs"] = json::array();
   for (const auto& r : report.runs) {
     if (!r.done) {
@@ -150,6 +139,21 @@ std::string python_with_matplotlib() {
 }
 
 }  // namespace
+
+std::string named_curves_csv(const StudyReport& report,
+                             std::vector<std::pair<std::string, double>> ValPoint::*values,
+                             const std::string& name_column, const std::string& value_column) {
+  std::string out = "variant,seed," + name_column + ",step,tokens," + value_column + "\n";
+  for (const auto& r : report.runs) {
+    if (!r.done) continue;
+    for (const auto& p : r.curve) {
+      for (const auto& [name, value] : p.*values) {
+        out += fmt::format("{},{},{},{},{},{}\n", r.variant, r.seed, name, p.step, p.tokens, value);
+      }
+    }
+  }
+  return out;
+}
 
 size_t StudyReport::missing() const {
   size_t n = 0;
@@ -245,6 +249,7 @@ std::string summary_markdown(const StudyReport& report) {
                         format_mean_std(p.best_gap), format_mean_std(p.final_gap));
     }
   }
+  md += task_summary_markdown(report);
   md += axis_summary_markdown(report, report.axis_order);
   md += rate_summary_markdown(report);
   md += "\n## Missing or unfinished runs (excluded)\n\n";
@@ -254,16 +259,18 @@ std::string summary_markdown(const StudyReport& report) {
       md += fmt::format("- {} seed {}: {} (`{}`)\n", r.variant, r.seed, r.problem, r.dir);
   }
   md +=
-      "\nFiles: `curves.csv`, `set_curves.csv` (each named validation set), `gap_curves.csv`, "
-      "`summary.json` (and `axis_summary.csv` for a grid, `rate_summary.csv` for an "
-      "activation-rate sweep); plots `curves.png`, `gaps.png` (and `set_curves.png`, `axis.png`, "
-      "`activation_rate.png`) when matplotlib was available.\n";
+      "\nFiles: `curves.csv`, `set_curves.csv` (each named validation set), `task_curves.csv` "
+      "(each downstream task score), `gap_curves.csv`, `summary.json` (and `axis_summary.csv` "
+      "for a grid, `rate_summary.csv` for an activation-rate sweep); plots `curves.png`, "
+      "`gaps.png` (and `set_curves.png`, `task_curves.png`, `axis.png`, `activation_rate.png`) "
+      "when matplotlib was available.\n";
   return md;
 }
 
 void write_report_tables(const StudyReport& report, const std::string& dir) {
   write_file_atomically(dir + "/curves.csv", curves_csv(report));
   write_file_atomically(dir + "/set_curves.csv", set_curves_csv(report));
+  write_file_atomically(dir + "/task_curves.csv", task_curves_csv(report));
   write_file_atomically(dir + "/gap_curves.csv", gap_curves_csv(report));
   write_file_atomically(dir + "/summary.json", summary_json(report).dump(2) + "\n");
   write_file_atomically(dir + "/summary.md", summary_markdown(report));

@@ -40,6 +40,13 @@ struct StudyReport {
 
 StudyReport build_report(const StudyPlan& plan);
 
+// Every finished run's named values per validation point (a ValPoint member:
+// its sets' losses, its task scores), one row each:
+// variant,seed,<name_column>,step,tokens,<value_column>.
+std::string named_curves_csv(const StudyReport& report,
+                             std::vector<std::pair<std::string, double>> ValPoint::*values,
+                             const std::string& name_column, const std::string& value_column);
+
 // Writes summary.md, summary.json, curves.csv and gap_curves.csv into `dir`,
 // and axis_summary.csv for a grid study.
 void write_report_tables(const StudyReport& report, const std::string& dir);

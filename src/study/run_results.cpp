@@ -24,20 +24,36 @@ std::vector<std::string> split_commas(const std::string& line) {
   return cells;
 }
 
-// The set names of the val_loss/<name> columns after the four fixed ones.
-std::vector<std::string> set_columns(const std::string& header, const std::string& path) {
-  const std::string fixed = kValColumns;
-  const std::vector<std::string> cells = split_commas(header);
-  const std::string prefix = "val_loss/";
+// What val.csv's columns after the four fixed ones name: validation sets
+// (val_loss/<name>), then downstream task scores (task/<task>/<metric>).
+struct ValColumns {
+  std::vector<std::string> sets;
+  std::vector<std::string> tasks;  // "<task>/<metric>"
+};
+
+// The names after `prefix` of the cells from `first` on that start with it.
+std::vector<std::string> prefixed(const std::vector<std::string>& cells, size_t first,
+                                  const std::string& prefix) {
   std::vector<std::string> names;
-  for (size_t i = 4; i < cells.size(); ++i) {
+  for (size_t i = first; i < cells.size(); ++i) {
     if (cells[i].rfind(prefix, 0) != 0 || cells[i].size() == prefix.size()) break;
     names.push_back(cells[i].substr(prefix.size()));
   }
-  if (header.rfind(fixed, 0) != 0 || cells.size() != 4 + names.size()) {
-    throw InputError(path + ":1: expected the header " + fixed + " (then val_loss/<name> columns)");
-  }
   return names;
+}
+
+ValColumns val_columns(const std::string& header, const std::string& path) {
+  const std::string fixed = kValColumns;
+  const std::vector<std::string> cells = split_commas(header);
+  ValColumns columns;
+  columns.sets = prefixed(cells, 4, "val_loss/");
+  columns.tasks = prefixed(cells, 4 + columns.sets.size(), "task/");
+  if (header.rfind(fixed, 0) != 0 ||
+      cells.size() != 4 + columns.sets.size() + columns.tasks.size()) {
+    throw InputError(path + ":1: expected the header " + fixed +
+                     " (then val_loss/<name> and task/<task>/<metric> columns)");
+  }
+  return columns;
 }
 
 // The whole cell as a number, or std::invalid_argument.
@@ -48,12 +64,17 @@ double number(const std::string& cell) {
   return value;
 }
 
-ValPoint val_point(const std::string& line, const std::vector<std::string>& names) {
+ValPoint val_point(const std::string& line, const ValColumns& columns) {
   const std::vector<std::string> cells = split_commas(line);
-  if (cells.size() != 4 + names.size()) throw std::invalid_argument(line);
-  ValPoint p{int64_t(number(cells[0])), int64_t(number(cells[1])), number(cells[2]), {}};
+  const size_t sets = columns.sets.size();
+  if (cells.size() != 4 + sets + columns.tasks.size()) throw std::invalid_argument(line);
+  ValPoint p{int64_t(number(cells[0])), int64_t(number(cells[1])), number(cells[2]), {}, {}};
   number(cells[3]);  // best_val_loss: checked, not kept
-  for (size_t i = 0; i < names.size(); ++i) p.sets.emplace_back(names[i], number(cells[4 + i]));
+  for (size_t i = 0; i < sets; ++i) p.sets.emplace_back(columns.sets[i], number(cells[4 + i]));
+  for (size_t i = 0; i < columns.tasks.size(); ++i) {
+    const std::string& cell = cells[4 + sets + i];
+    if (!cell.empty()) p.tasks.emplace_back(columns.tasks[i], number(cell));
+  }
   return p;
 }
 
@@ -63,19 +84,20 @@ std::vector<ValPoint> read_val_csv(const std::string& path) {
   std::istringstream in(read_text_file(path, "validation log"));
   std::string line;
   std::vector<ValPoint> points;
-  std::vector<std::string> names;
+  ValColumns columns;
   for (size_t number = 1; std::getline(in, line); ++number) {
     if (number == 1) {
-      names = set_columns(line, path);
+      columns = val_columns(line, path);
       continue;
     }
     if (line.empty()) continue;
     try {
-      points.push_back(val_point(line, names));
+      points.push_back(val_point(line, columns));
     } catch (const std::exception&) {
       throw InputError(path + ":" + std::to_string(number) + ": '" + line + "': expected " +
-                       std::to_string(4 + names.size()) + " numbers: " + kValColumns +
-                       (names.empty() ? "" : ",val_loss/<name>..."));
+                       std::to_string(4 + columns.sets.size()) + " numbers: " + kValColumns +
+                       (columns.sets.empty() ? "" : ",val_loss/<name>...") +
+                       (columns.tasks.empty() ? "" : ", then task scores or empty cells"));
     }
   }
   return points;

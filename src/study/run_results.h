@@ -16,6 +16,9 @@ struct ValPoint {
   double val_loss = 0.0;  // the first validation set's
   // Each named validation set's loss (val.csv's val_loss/<name> columns).
   std::vector<std::pair<std::string, double>> sets;
+  // Each downstream task score of this row ("<task>/<metric>" from val.csv's
+  // task/<task>/<metric> columns), where the task was scored.
+  std::vector<std::pair<std::string, double>> tasks;
 };
 
 struct DoneRecord {
@@ -37,7 +40,8 @@ struct RunResult {
 };
 
 // Reads val.csv (header `step,tokens,val_loss,best_val_loss`, then any
-// `val_loss/<name>` columns); InputError naming the file and line for anything else.
+// `val_loss/<name>` columns, then any `task/<task>/<metric>` ones, whose cells
+// may be empty); InputError naming the file and line for anything else.
 std::vector<ValPoint> read_val_csv(const std::string& path);
 DoneRecord read_done(const std::string& path);
 

@@ -27,4 +27,10 @@ std::string format_mean_std(const MeanStd& m, int decimals) {
   return fmt::format("{:.{}f} ± {:.{}f}", m.mean, decimals, *m.std, decimals);
 }
 
+nlohmann::json mean_std_json(const MeanStd& m) {
+  return {{"n", m.n},
+          {"mean", m.n ? nlohmann::json(m.mean) : nlohmann::json(nullptr)},
+          {"std", m.std ? nlohmann::json(*m.std) : nlohmann::json(nullptr)}};
+}
+
 }  // namespace moelab

@@ -1,6 +1,7 @@
 // Mean and sample standard deviation over seeds.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,5 +19,8 @@ MeanStd mean_std(const std::vector<double>& values);
 
 // "3.4521 ± 0.0123", "3.4521 (n=1)" or "—" for no values.
 std::string format_mean_std(const MeanStd& m, int decimals = 4);
+
+// {"n", "mean", "std"}, null where undefined (summary.json).
+nlohmann::json mean_std_json(const MeanStd& m);
 
 }  // namespace moelab

@@ -151,6 +151,7 @@ StudyPlan plan_study(const StudySpec& spec) {
       run.cfg.data.dir = absolute_path(run.cfg.data.dir);
       for (auto& source : run.cfg.data.sources) source.dir = absolute_path(source.dir);
       for (auto& set : run.cfg.eval.sets) set.dir = absolute_path(set.dir);
+      for (auto& task : run.cfg.eval.tasks) task.dir = absolute_path(task.dir);
       try {
         validate(run.cfg, int(spec.ranks));
       } catch (const InputError& e) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "config/load.h"
+#include "config/schema.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -142,13 +144,27 @@ std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(
   return entries;
 }
 
+// A default config whose table lists hold the entry `key` names, if it names
+// one ("eval.tasks[1].limit": two [[eval.tasks]]), so that an entry's key checks.
+Config probe_for(const std::string& key) {
+  Config probe;
+  for (auto& list : table_lists(probe)) {
+    const std::string prefix = list.key + "[";
+    if (key.rfind(prefix, 0) != 0) continue;
+    const char* index = key.c_str() + prefix.size();
+    if (std::isdigit(static_cast<unsigned char>(*index)))
+      list.resize(std::strtoul(index, nullptr, 10) + 1);
+  }
+  return probe;
+}
+
 // `key=value` checked against the config schema here, so a typo fails before
 // anything runs.
 StudyOverride checked_override(const std::string& key, const toml::node& value,
                                const std::string& at, const std::string& context,
                                const std::string& file) {
   StudyOverride o{key + "=" + toml_literal(value, key, file), at};
-  Config probe;
+  Config probe = probe_for(key);
   try {
     apply_override(probe, o.assignment);
   } catch (const InputError& e) {

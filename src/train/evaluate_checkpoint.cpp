@@ -1,51 +1,88 @@
 #include "train/evaluate_checkpoint.h"
 
-#include "checkpoint/checkpoint_io.h"
+#include <nlohmann/json.hpp>
+
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "config/data_sets.h"
 #include "config/load.h"
 #include "data/validation_set.h"
 #include "model/transformer.h"
+#include "parallel/parallel_plan.h"
 #include "train/evaluator.h"
+#include "train/run_checkpoint.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/stopwatch.h"
 
 namespace moelab {
+namespace {
+
+struct CheckpointMeta {
+  Config cfg;
+  int64_t step = 0;
+};
+
+// The run's config and step from meta.json (the tensors are checked as they load).
+CheckpointMeta checkpoint_meta(const EvalCheckpointOptions& opts) {
+  const std::string meta_path = opts.checkpoint + "/meta.json";
+  const auto meta =
+      nlohmann::json::parse(read_text_file(meta_path, "checkpoint metadata"), nullptr, false);
+  if (!meta.is_object() || !meta.contains("config") || !meta["config"].is_string()) {
+    throw InputError(meta_path + ": no \"config\" entry; not a moelab run checkpoint");
+  }
+  return {parse_config(meta["config"].get<std::string>(), meta_path,
+                       {"parallel.ep=" + std::to_string(opts.ep), "checkpoint.resume=none"}),
+          meta.value("step", int64_t(0))};
+}
+
+// The prepared tasks to score: those named, or every task of the folder.
+std::vector<EvalTask> tasks_to_score(const EvalCheckpointOptions& opts) {
+  std::vector<std::string> names = opts.tasks;
+  if (names.empty()) {
+    for (const TaskHeader& t : read_prepared_tasks(opts.tasks_dir).tasks) names.push_back(t.name);
+  }
+  std::vector<EvalTask> tasks;
+  for (const std::string& name : names) tasks.push_back({name, opts.tasks_dir, 0, opts.limit});
+  return tasks;
+}
+
+}  // namespace
 
 EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
-  LoadedCheckpoint ckpt = load_checkpoint(opts.checkpoint);
-  if (!ckpt.meta.contains("config") || !ckpt.meta["config"].is_string()) {
-    throw InputError(opts.checkpoint +
-                     "/meta.json: no \"config\" entry; not a moelab run checkpoint");
-  }
-  Config cfg = parse_config(ckpt.meta["config"].get<std::string>(), opts.checkpoint + "/meta.json",
-                            {"parallel.ep=1", "checkpoint.resume=none"});
+  const CheckpointMeta meta = checkpoint_meta(opts);
+  const Config& cfg = meta.cfg;
   // The run's first validation set unless the options name another.
   const EvalSet first = validation_sets(cfg).front();
   const std::string dir = opts.data_dir.empty() ? first.dir : opts.data_dir;
   const std::string split = opts.split.empty() ? first.split : opts.split;
 
-  ProcessGroups groups = make_process_groups(cfg);
+  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
+  ParallelPlan plan(make_process_groups(cfg), cfg);
   ValidationSet val(dir, split, cfg.model.seq_len, opts.max_windows);
   check_vocab_matches(val.info(), cfg.model.vocab_size);
-
-  Transformer model(model_settings(cfg));
-  torch::NoGradGuard no_grad;
-  // Parameters and buffers (routing biases steer which experts evaluate).
-  auto tensors = model->named_weights();
-  for (auto& nb : model->named_buffers()) tensors.insert(nb.key(), nb.value());
-  for (auto& np : tensors) {
-    auto it = ckpt.tensors.find(np.key());
-    if (it == ckpt.tensors.end() || it->second.sizes() != np.value().sizes()) {
-      throw InputError(opts.checkpoint + ": tensor '" + np.key() +
-                       "' is missing or has another shape than the model built from its config");
-    }
-    np.value().copy_(it->second);
+  std::unique_ptr<TaskSuite> suite;
+  if (!opts.tasks_dir.empty()) {
+    suite = std::make_unique<TaskSuite>(tasks_to_score(opts), cfg.model.vocab_size,
+                                        val.info().tokenizer_checksum, dir);
   }
+
   const torch::Device device = run_device(cfg);
+  Transformer model(model_settings(cfg), plan.moe_context());
   model->to(device);
-  EvalResult r = evaluate(model, val, opts.batch_seqs, groups.dp.get(), device);
-  return {ckpt.step, split, r.loss, r.tokens};
+  plan.parallelize(model);
+  NamedParams buffers;
+  for (auto& nb : model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
+  load_initial_weights(opts.checkpoint, plan.parameters(), plan.stacked_parameters(), buffers);
+
+  Stopwatch clock;
+  const EvalResult loss = evaluate(model, val, opts.batch_seqs, plan.groups().dp.get(), device);
+  EvalCheckpointResult result{meta.step, split, loss.loss, loss.tokens, clock.seconds(), {}};
+  const TaskBatching batching{cfg.model.seq_len, opts.batch_seqs, suite ? suite->pad_id() : 0};
+  for (size_t t = 0; suite && t < suite->size(); ++t) {
+    result.tasks.push_back(suite->score(t, model, batching, plan.groups().dp.get(), device));
+  }
+  return result;
 }
 
 }  // namespace moelab

@@ -7,14 +7,7 @@ namespace moelab {
 EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
                     Communicator* dp, const torch::Device& device) {
   torch::NoGradGuard no_grad;
-  // Evaluation mode while it runs: no training statistics (the aux-free
-  // routing load) are gathered from validation batches.
-  struct EvalMode {
-    Transformer& m;
-    const bool was_training = m->is_training();
-    explicit EvalMode(Transformer& model) : m(model) { m->eval(); }
-    ~EvalMode() { m->train(was_training); }
-  } eval_mode(model);
+  EvalModeScope eval_mode(model);
   const int rank = dp ? dp->rank() : 0;
   const int ranks = dp ? dp->size() : 1;
   const int64_t n = val.size();

@@ -13,6 +13,22 @@
 
 namespace moelab {
 
+// Evaluation mode while in scope: no training statistics (the aux-free
+// routing load) are gathered from evaluation batches.
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(Transformer& model) : model_(model), was_training_(model->is_training()) {
+    model_->eval();
+  }
+  ~EvalModeScope() { model_->train(was_training_); }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  Transformer& model_;
+  bool was_training_;
+};
+
 struct EvalResult {
   double loss = 0;
   int64_t tokens = 0;

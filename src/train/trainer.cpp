@@ -94,6 +94,8 @@ void Trainer::setup_data() {
                                                    cfg_.eval.max_windows)});
     check_same_tokenizer(loader_->info(), val_sets_.back().windows->info());
   }
+  task_evals_ =
+      std::make_unique<TaskEvals>(cfg_, loader_->info(), training_sources(cfg_).front().dir);
 
   local_seqs_ = batch_seqs_ / world_size_;
   micro_seqs_ = cfg_.train.micro_batch_seqs > 0 ? std::min(cfg_.train.micro_batch_seqs, local_seqs_)
@@ -138,7 +140,8 @@ void Trainer::open_logs(const nlohmann::json& places) {
   // Named columns only where the config names its sets: other runs keep the plain val.csv.
   std::vector<std::string> set_columns;
   for (const auto& set : cfg_.eval.sets) set_columns.push_back(set.name);
-  val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_, set_columns);
+  val_log_ = std::make_unique<ValLog>(cfg_.train.out_dir, resumed_step_, set_columns,
+                                      task_evals_->columns());
   if (cfg_.log.tensorboard) {
     tensorboard_ = std::make_unique<TensorBoardLog>(cfg_.train.out_dir, resumed_step_);
   }
@@ -284,11 +287,14 @@ double Trainer::evaluate() {
                          .loss);
     if (!cfg_.eval.sets.empty()) named.emplace_back("val_loss/" + set.name, losses.back());
   }
+  const TaskEvalRow tasks = task_evals_->run(state_.step, model_, plan_.groups().dp.get(), device_);
   state_.best_val_loss = std::min(state_.best_val_loss, losses.front());
   if (rank_ == 0) {
-    const double best = val_log_->write(state_.step, state_.tokens, losses);
-    if (tensorboard_) tensorboard_->write_validation(state_.step, losses.front(), best, named);
+    const double best = val_log_->write(state_.step, state_.tokens, losses, tasks.cells);
     for (const auto& [tag, loss] : named) spdlog::info("step {} {} {:.4f}", state_.step, tag, loss);
+    named.insert(named.end(), tasks.scalars.begin(), tasks.scalars.end());
+    if (tensorboard_) tensorboard_->write_validation(state_.step, losses.front(), best, named);
+    if (!tasks.summary.empty()) spdlog::info("step {} tasks: {}", state_.step, tasks.summary);
     spdlog::info("step {} val_loss {:.4f} (best {:.4f})", state_.step, losses.front(),
                  state_.best_val_loss);
   }

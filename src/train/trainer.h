@@ -29,6 +29,7 @@
 #include "train/run_checkpoint.h"
 #include "train/step_profiler.h"
 #include "train/stop_signal.h"
+#include "train/task_evals.h"
 #include "util/peak_memory.h"
 #include "util/stopwatch.h"
 
@@ -115,6 +116,7 @@ class Trainer {
     std::unique_ptr<ValidationSet> windows;
   };
   std::vector<NamedValidationSet> val_sets_;  // the first defines best_val_loss
+  std::unique_ptr<TaskEvals> task_evals_;     // [[eval.tasks]], scored at validations
   Transformer model_{nullptr};
   NamedParams buffers_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;

@@ -601,6 +601,18 @@ const BadCase kBadCases[] = {
      0,
      "bad.toml:1:1: eval.sets[0].name = \"\": expected a name of letters, digits, '_', '-' and "
      "'.'"},
+    {"eval_task_interval_not_a_multiple",
+     "[eval]\ninterval = 10\n[[eval.tasks]]\nname = \"blimp\"\ndir = \"t\"\ninterval = 15\n",
+     {},
+     0,
+     "bad.toml:6:1: eval.tasks[0].interval = 15 must be a multiple of eval.interval = 10 (tasks "
+     "are scored at validations)"},
+    {"eval_tasks_same_name",
+     "[[eval.tasks]]\nname = \"blimp\"\ndir = \"a\"\n[[eval.tasks]]\nname = \"blimp\"\ndir = "
+     "\"b\"\n",
+     {},
+     0,
+     "bad.toml:5:1: eval.tasks[1].name = \"blimp\" is also the name of eval.tasks[0]"},
     {"eval_sets_not_tables",
      "[eval]\nsets = [\"a\"]\n",
      {},

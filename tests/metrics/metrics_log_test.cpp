@@ -110,6 +110,29 @@ TEST(ValLog, NamedSetsGetAColumnEachAndResume) {
   EXPECT_THROW(ValLog(run.str(), 10), InputError);
 }
 
+// Downstream task columns follow the sets' and stay empty where a task was not
+// scored; a resume reads such rows and keeps the columns, refusing other ones.
+TEST(ValLog, TaskColumnsMayBeEmptyAndResume) {
+  testing::TempDir run;
+  const std::vector<std::string> tasks = {"task/blimp/acc", "task/blimp/bpb"};
+  {
+    ValLog log(run.str(), -1, {}, tasks);
+    log.write(0, 0, {4.0}, {0.5, 2.25});
+    log.write(10, 640, {3.5}, {std::nullopt, std::nullopt});
+    log.write(20, 1280, {3.25}, {0.625, 2.0});
+  }
+  const std::string header = "step,tokens,val_loss,best_val_loss,task/blimp/acc,task/blimp/bpb\n";
+  EXPECT_EQ(read_all(run / "val.csv"),
+            header + "0,0,4,4,0.5,2.25\n10,640,3.5,3.5,,\n20,1280,3.25,3.25,0.625,2\n");
+  {
+    ValLog log(run.str(), /*resumed_step=*/10, {}, tasks);
+    EXPECT_DOUBLE_EQ(log.best_val_loss(), 3.5);
+  }
+  EXPECT_EQ(read_all(run / "val.csv"), header + "0,0,4,4,0.5,2.25\n10,640,3.5,3.5,,\n");
+  EXPECT_THROW(ValLog(run.str(), 10, {}, {"task/blimp/acc"}), InputError);
+  EXPECT_THROW(ValLog(run.str(), 10), InputError);
+}
+
 TEST(ValLog, WrongHeaderIsAnInputError) {
   testing::TempDir run;
   std::ofstream(run / "val.csv") << "step,loss\n1,2\n";

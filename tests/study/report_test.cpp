@@ -123,6 +123,41 @@ TEST_F(ReportTest, NamedValidationSetsGetTheirOwnCurves) {
       << build_report(plan).runs[0].problem;
 }
 
+// Runs that scored downstream tasks: each variant's final score (the last row
+// where the task was scored) as mean ± std over finished seeds, the MoE and its
+// matched dense side by side, and each pair's per-seed gap against its spread.
+TEST_F(ReportTest, DownstreamTasksGetATableGapsAndCurves) {
+  auto val_csv = [&](const std::string& run, const std::string& first, const std::string& last) {
+    write_file(dir / (run + "/val.csv"),
+               "step,tokens,val_loss,best_val_loss,task/blimp/acc,task/blimp/bpb\n"
+               "5,640,3.5,3.5," + first + ",2.5\n10,1280,3,3,,\n15,1920,2.9,2.9," + last + ",2\n");
+  };
+  val_csv("moe/seed0", "0.5", "0.6");
+  val_csv("moe/seed1", "0.5", "0.7");
+  val_csv("dense_active/seed0", "0.5", "0.5");
+  val_csv("dense_active/seed1", "0.5", "0.55");
+  val_csv("dense_active/seed2", "0.5", "0.6");
+  const StudyReport report = build_report(plan);
+  const std::string md = summary_markdown(report);
+  EXPECT_NE(md.find("| variant | blimp/acc | blimp/bpb |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| moe | 0.6500 ± 0.0707 | 2.0000 ± 0.0000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_active | 0.5500 ± 0.0500 |"), std::string::npos) << md;
+  // Seeds 0 and 1: gaps -0.1 and -0.15, mean -0.125 beyond 2 standard errors (0.05).
+  EXPECT_NE(md.find("| dense_active - moe | blimp/acc | 2 | -0.1250 ± 0.0354 | yes |"),
+            std::string::npos)
+      << md;
+  write_report_tables(report, dir.str());
+  const std::string curves = read_file(dir / "task_curves.csv");
+  EXPECT_EQ(curves.rfind("variant,seed,task,step,tokens,value\nmoe,0,blimp/acc,5,640,0.5\n"
+                         "moe,0,blimp/bpb,5,640,2.5\nmoe,0,blimp/acc,15,1920,0.6\n",
+                         0),
+            0u)
+      << curves;
+  const auto summary = nlohmann::json::parse(read_file(dir / "summary.json"));
+  EXPECT_NEAR(summary["tasks"]["moe"]["blimp/acc"]["mean"].get<double>(), 0.65, 1e-12);
+  EXPECT_EQ(summary["task_gaps"]["dense_active - moe"]["blimp/acc"]["n"], 2);
+}
+
 TEST_F(ReportTest, BrokenRunFilesAreExcludedWithTheReason) {
   write_file(dir / "moe/seed1/DONE", "not json");
   write_file(dir / "dense_active/seed2/val.csv", "step,loss\n");

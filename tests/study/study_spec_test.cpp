@@ -80,6 +80,21 @@ TEST(StudySpec, UnknownConfigKeyInSetFailsAtParse) {
   EXPECT_NE(msg.find("moe.top_k"), std::string::npos) << msg;  // the suggestion
 }
 
+// A list entry's key (a task's limit, a source's weight) is checked against a
+// config holding that entry, so a study can set it and a typo still fails.
+TEST(StudySpec, ListEntryKeysInSetAreChecked) {
+  const std::string head =
+      "[study]\nname = \"x\"\nbase = \"b.toml\"\nseeds = [0]\nout_root = \"/o\"\n"
+      "[[variant]]\nname = \"a\"\nset = { ";
+  const StudySpec s =
+      parse_study(head + "\"eval.tasks[1].limit\" = 10, \"data.sources[0].weight\" = 2.0 }\n",
+                  "s.toml");
+  ASSERT_EQ(s.variants[0].set.size(), 2u);
+  EXPECT_EQ(s.variants[0].set[0].assignment, "eval.tasks[1].limit=10");
+  const std::string msg = error_of(head + "\"eval.tasks[1].limt\" = 10 }\n");
+  EXPECT_NE(msg.find("did you mean 'eval.tasks[1].limit'"), std::string::npos) << msg;
+}
+
 TEST(StudySpec, EmptyOrRepeatedSeeds) {
   EXPECT_NE(error_of(tiny_study("/o", "[]")).find("study.seeds must be a non-empty array"),
             std::string::npos);

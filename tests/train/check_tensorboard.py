@@ -58,9 +58,11 @@ def logged_values(run_dir):
     with open(os.path.join(run_dir, "val.csv")) as f:
         for row in csv.DictReader(f):
             step = int(row["step"])
-            # val_loss, best_val_loss and each named set's val_loss/<name>.
+            # val_loss, best_val_loss, each named set's val_loss/<name> and
+            # each downstream task's task/<name>/<metric> where it was scored.
             for column, value in row.items():
-                if column.startswith("val_loss") or column == "best_val_loss":
+                named = column.startswith(("val_loss", "task/")) or column == "best_val_loss"
+                if named and value != "":
                     want[(step, column)] = float(value)
     return want
 
