@@ -7,6 +7,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "checkpoint/checkpoint_io.h"
+#include "checkpoint/optimizer_state.h"
 #include "checkpoint/stacked_tensors.h"
 #include "checkpoint/tensor_file.h"
 #include "config/load.h"
@@ -78,19 +79,19 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
 void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const NamedParams& buffers,
                          const torch::optim::AdamW& optimizer, const TrainState& state) {
   const ProcessGroups& groups = plan.groups();
-  const NamedParams& experts = plan.expert_parameters();
+  const NamedParams& experts = plan.experts().params();
   // Collective when the state is sharded: every rank takes part, and only the
   // ranks that write it (rank 0, and the first of each expert-data-parallel
   // group, which is in the first EP group) receive it whole.
-  const TensorMap replicated_state = plan.replicated_optimizer_state(optimizer);
-  const TensorMap expert_state = plan.expert_optimizer_state(optimizer);
+  const TensorMap replicated_state = plan.replicated().shards().gather_state(optimizer);
+  const TensorMap expert_state = plan.experts().shards().gather_state(optimizer);
   const std::string& run_dir = cfg.train.out_dir;
   const std::string tmp = checkpoint_tmp_dir(run_dir, state.step);
   auto& world = *groups.control;
   if (world.rank() == 0) prepare_checkpoint_tmp_dir(run_dir, state.step);
   world.barrier();
   if (world.rank() == 0) {
-    auto tensors = tensors_of(plan.replicated_parameters(), replicated_state);
+    auto tensors = tensors_of(plan.replicated().params(), replicated_state);
     for (const auto& [name, b] : buffers) tensors[name] = b.detach().cpu();
     tensors[kRngKey] = at::detail::getDefaultCPUGenerator().get_state();
     write_tensor_file(tmp + "/replicated.h5", tensors);
@@ -141,7 +142,10 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Parall
   ckpt->tensors = join_stacked(std::move(ckpt->tensors), plan.stacked_parameters(), ckpt->dir);
   load_parameters(plan.parameters(), ckpt->tensors, ckpt->dir);
   load_parameters(buffers, ckpt->tensors, ckpt->dir);
-  plan.load_optimizer_state(optimizer, ckpt->tensors);
+  for (const auto& group : plan.param_groups()) {
+    const OptimizerShards& shards = group.shards();
+    load_optimizer_state(optimizer, shards.slices(), shards.slice_state(ckpt->tensors));
+  }
   auto rng = ckpt->tensors.find(kRngKey);
   if (rng != ckpt->tensors.end()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
