@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/mpi_session.h"
+#include "util/test_hooks.h"
 
 namespace moelab {
 namespace {
@@ -59,10 +60,6 @@ Trainer::Trainer(const Config& cfg)
       peak_memory_(device_),
       profiler_(cfg, rank_, device_) {
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
-  // Test-only: a NaN loss at this step, to check the non-finite guard end to end.
-  if (const char* step = std::getenv("MOELAB_TEST_NONFINITE_STEP")) {
-    nonfinite_test_step_ = std::atoll(step);
-  }
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
     spdlog::info("device {}, precision {} ({})", device_.str(), choice_name(precision_.precision),
@@ -221,7 +218,7 @@ Trainer::StepResult Trainer::train_step() {
 Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
   StepLosses losses;
   double weight = double(micro_seqs_) / double(local_seqs_);
-  if (state_.step + 1 == nonfinite_test_step_) weight = NAN;
+  if (state_.step + 1 == test_hooks().nonfinite_step) weight = NAN;  // tests only
   for (int64_t m = 0; m < local_seqs_; m += micro_seqs_) {
     const auto chunk = batch.narrow(0, m, micro_seqs_);
     ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),

@@ -120,8 +120,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   LrSchedule schedule_;
   TrainState state_;
-  int64_t resumed_step_ = -1;         // -1: a fresh run starts its logs anew
-  int64_t nonfinite_test_step_ = -1;  // MOELAB_TEST_NONFINITE_STEP (tests only)
+  int64_t resumed_step_ = -1;  // -1: a fresh run starts its logs anew
   NonfiniteGuard guard_;
   PeakMemory peak_memory_;
   StepProfiler profiler_;

@@ -147,8 +147,8 @@ TEST_F(TrainerE2E, GoldenCurveOfTheTinyMoe) {
   expect_close(val, golden.at("val_loss").get<std::vector<double>>(), 1e-4);
 }
 
-// A non-finite loss in a real run (forced at step 3 through the trainer's
-// test hook): that update is skipped everywhere (parameters, AdamW's state,
+// A non-finite loss in a real run (forced at step 3 through the test entry
+// point's hook, util/test_hooks.h): that update is skipped everywhere (parameters, AdamW's state,
 // the aux-free routing bias stay as after step 2; the loader moves on as in a
 // clean run), the step is logged as skipped, and the run goes on.
 TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
@@ -156,7 +156,10 @@ TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
       "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
       "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set eval.interval=0 "
       "--set checkpoint.interval=1 --set checkpoint.keep=10";
-  ASSERT_EQ(run("MOELAB_TEST_NONFINITE_STEP=3 " + train("nan", sets)), 0) << last_log();
+  ASSERT_EQ(run(std::string(MOELAB_TEST_HOOKS) + " --hook-nonfinite-step=3 train " +
+                (kRoot / "tiny.toml").string() + " --out " + (kRoot / "nan").string() + " " + sets),
+            0)
+      << last_log();
   ASSERT_EQ(run(train("clean", sets)), 0);
   std::ifstream in(kRoot / "nan" / "metrics.jsonl");
   std::string line;

@@ -1,0 +1,22 @@
+// Faults a test injects into a real run: a loss made non-finite, a checkpoint
+// write slowed down, a rank made slow. All off in a production run: only the
+// test entry point (tests/tools/moelab_test_hooks.cpp, built with the tests)
+// sets them, from its own command line; nothing in the moelab binary reads an
+// environment variable or a config key for them.
+#pragma once
+
+#include <cstdint>
+
+namespace moelab {
+
+struct TestHooks {
+  int64_t nonfinite_step = -1;          // the step (from 1) whose loss is made NaN
+  double checkpoint_write_delay_s = 0;  // every rank's checkpoint write takes this much longer
+  int slow_rank = -1;                   // the rank that works slow_rank_ms longer every step
+  double slow_rank_ms = 0;
+};
+
+const TestHooks& test_hooks();
+void set_test_hooks(const TestHooks& hooks);
+
+}  // namespace moelab
