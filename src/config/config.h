@@ -129,6 +129,11 @@ struct ParallelConfig {
   // A collective that has not completed after this many seconds ends the job
   // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
   double timeout_s = 600;
+  // How long a collective waits, past timeout_s, for peers whose heartbeats say
+  // they are busy on purpose and progressing: writing or reading a checkpoint,
+  // or in another long phase (evaluation, profiler export, the first step).
+  double checkpoint_timeout_s = 3600;
+  double phase_timeout_s = 3600;
   // Start each gradient bucket's all-reduce during backward, as soon as its
   // gradients are complete (train/grad_sync.h), instead of after backward.
   bool overlap_grad_sync = true;

@@ -10,6 +10,7 @@
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/stacked_tensors.h"
 #include "checkpoint/tensor_file.h"
+#include "comm/watchdog.h"
 #include "config/load.h"
 #include "util/error.h"
 #include "util/version.h"
@@ -78,6 +79,7 @@ void load_parameters(const NamedParams& params, const std::map<std::string, torc
 
 void save_run_checkpoint(const Config& cfg, const ParallelPlan& plan, const NamedParams& buffers,
                          const torch::optim::AdamW& optimizer, const TrainState& state) {
+  LongPhase phase(WorkPhase::kCheckpointWrite);
   const ProcessGroups& groups = plan.groups();
   const NamedParams& experts = plan.experts().params();
   // Collective when the state is sharded: every rank takes part, and only the
@@ -115,6 +117,7 @@ std::optional<TrainState> restore_run_checkpoint(const Config& cfg, const Parall
   const ProcessGroups& groups = plan.groups();
   const std::string& how = cfg.checkpoint.resume;
   if (how == "none") return std::nullopt;
+  LongPhase phase(WorkPhase::kCheckpointRead);
   std::optional<LoadedCheckpoint> ckpt;
   if (how == "auto") {
     ckpt = load_latest_valid_checkpoint(cfg.train.out_dir);

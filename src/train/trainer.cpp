@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <cstdlib>
+#include <optional>
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
@@ -39,6 +39,8 @@ bool every(int64_t interval, int64_t step) {
 WatchdogOptions watchdog_options(const Config& cfg) {
   WatchdogOptions options;
   options.timeout_s = cfg.parallel.timeout_s;
+  options.checkpoint_timeout_s = cfg.parallel.checkpoint_timeout_s;
+  options.phase_timeout_s = cfg.parallel.phase_timeout_s;
   options.heartbeat_dir = cfg.train.out_dir + "/heartbeats";
   options.rank = MpiSession::rank();
   options.world_size = MpiSession::size();
@@ -155,9 +157,15 @@ void Trainer::open_logs(const nlohmann::json& places) {
 TrainSummary Trainer::train() {
   TrainSummary summary;
   if (state_.step == 0) summary.last_val_loss = evaluate();  // the curve starts at initialisation
+  const int64_t first_step = state_.step + 1;
   while (state_.step < cfg_.train.max_steps) {
     profiler_.before_step(state_.step + 1);
+    // Start-up work in a process's first step (allocator, kernels, a GPU's
+    // libraries) may outlast parallel.timeout_s on one rank.
+    std::optional<LongPhase> warm_up;
+    if (state_.step + 1 == first_step) warm_up.emplace(WorkPhase::kFirstStep);
     const StepResult result = train_step();
+    warm_up.reset();
     profiler_.after_step(state_.step);
     log_step(result);
     if (guard_.exhausted()) {
