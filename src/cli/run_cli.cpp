@@ -61,7 +61,7 @@ int run_cli(int argc, char** argv) {
       spdlog::warn("{}", e.what());
       return code;  // every rank stops here together: nothing to abort
     }
-    if (code == 2) {
+    if (code == 2 || dynamic_cast<const SystemError*>(&e)) {
       spdlog::error("{}", e.what());
     } else {
       spdlog::error("internal error: {}", e.what());

@@ -167,6 +167,9 @@ struct CheckpointConfig {
   int64_t interval = 0;         // steps between checkpoints (0 = only at the end)
   int64_t keep = 2;             // newest checkpoints kept
   std::string resume = "none";  // "none" | "auto" | path of a checkpoint folder
+  // The step waits only for a copy of the state into host memory; a thread per
+  // rank writes it (checkpoint/run_checkpoint.h).
+  bool async = false;
 };
 
 struct Config {

@@ -351,6 +351,8 @@ std::vector<Field> checkpoint_fields(CheckpointConfig& k) {
       integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
       integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
       text("checkpoint.resume", &k.resume, "\"none\", \"auto\" or a checkpoint folder"),
+      flag("checkpoint.async", &k.async,
+           "the step waits only for a host copy of the state; a thread per rank writes it"),
   };
 }
 

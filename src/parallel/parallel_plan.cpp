@@ -81,6 +81,27 @@ void ParallelPlan::optimizer_step(torch::optim::AdamW& optimizer) const {
   for (const auto& group : param_groups_) group.after_step();
 }
 
+TensorParts ParallelPlan::parts_to_save(const torch::optim::AdamW& optimizer) const {
+  TensorParts parts;
+  for (const auto& group : param_groups_) {
+    for (auto& part : group.parts_to_save(optimizer)) parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+TensorParts ParallelPlan::parts_to_load(TensorMap& state) const {
+  TensorParts parts;
+  for (const auto& group : param_groups_) {
+    for (auto& part : group.parts_to_load(state)) parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+void ParallelPlan::load_optimizer_state(torch::optim::AdamW& optimizer,
+                                        const TensorMap& state) const {
+  for (const auto& group : param_groups_) group.load_state(optimizer, state);
+}
+
 int64_t ParallelPlan::optimizer_state_bytes() const {
   int64_t bytes = 0;
   for (const auto& group : param_groups_) bytes += group.optimizer_state_bytes();

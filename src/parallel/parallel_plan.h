@@ -75,6 +75,14 @@ class ParallelPlan {
   // Bytes of AdamW's two moments on this rank once it has stepped.
   int64_t optimizer_state_bytes() const;
 
+  // Every group's parts of a checkpoint (ParamGroup::parts_to_save): what
+  // this rank writes.
+  TensorParts parts_to_save(const torch::optim::AdamW& optimizer) const;
+  // What this rank reads on resume: every parameter it holds, and its shards'
+  // AdamW state into `state` for load_optimizer_state().
+  TensorParts parts_to_load(TensorMap& state) const;
+  void load_optimizer_state(torch::optim::AdamW& optimizer, const TensorMap& state) const;
+
  private:
   ProcessGroups groups_;
   bool global_stats_;

@@ -1,10 +1,14 @@
 #include "parallel/param_group.h"
 
+#include "checkpoint/optimizer_state.h"
 #include "comm/local_communicator.h"
 #include "parallel/grad_clip.h"
+#include "parallel/shard_range.h"
 
 namespace moelab {
 namespace {
+
+const char* const kMoments[] = {"exp_avg", "exp_avg_sq"};
 
 std::vector<torch::Tensor> tensors(const NamedParams& named) {
   std::vector<torch::Tensor> out;
@@ -50,6 +54,51 @@ int64_t ParamGroup::optimizer_state_bytes() const {
     bytes += 2 * slice.numel() * int64_t(slice.element_size());
   }
   return bytes;
+}
+
+TensorParts ParamGroup::parts_to_save(const torch::optim::AdamW& optimizer) const {
+  const auto state = optimizer_state_tensors(optimizer, shards_->slices());
+  TensorParts parts;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& [name, p] = params_[i];
+    const std::vector<int64_t> shape(p.sizes().begin(), p.sizes().end());
+    const ShardRange mine = shard_range(p.numel(), group_->size(), group_->rank());
+    parts.push_back(part_of(name, p, mine.begin, mine.length));
+    // This rank's shard holds at least its range: all of it unsharded.
+    const int64_t offset = mine.begin - shards_->slice_begin(i);
+    for (const char* field : kMoments) {
+      const std::string key = optimizer_state_name(name, field);
+      parts.push_back({key, shape, mine.begin, state.at(key).narrow(0, offset, mine.length)});
+    }
+    if (group_->rank() == 0) {
+      const std::string key = optimizer_state_name(name, "step");
+      parts.push_back({key, {}, 0, state.at(key).view(-1)});
+    }
+  }
+  return parts;
+}
+
+TensorParts ParamGroup::parts_to_load(TensorMap& state) const {
+  TensorParts parts;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& [name, p] = params_[i];
+    const std::vector<int64_t> shape(p.sizes().begin(), p.sizes().end());
+    parts.push_back(whole_part(name, p));
+    const torch::Tensor& slice = shards_->slices()[i].second;
+    for (const char* field : kMoments) {
+      const std::string key = optimizer_state_name(name, field);
+      state[key] = torch::empty_like(slice);
+      parts.push_back({key, shape, shards_->slice_begin(i), state[key]});
+    }
+    const std::string key = optimizer_state_name(name, "step");
+    state[key] = torch::zeros({}, torch::kLong);
+    parts.push_back({key, {}, 0, state[key].view(-1)});
+  }
+  return parts;
+}
+
+void ParamGroup::load_state(torch::optim::AdamW& optimizer, const TensorMap& state) const {
+  load_optimizer_state(optimizer, shards_->slices(), state);
 }
 
 }  // namespace moelab

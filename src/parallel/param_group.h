@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "checkpoint/tensor_parts.h"
 #include "comm/communicator.h"
 #include "model/named_params.h"
 #include "parallel/grad_sync.h"
@@ -54,6 +55,17 @@ class ParamGroup {
   void after_step() const;
   // Bytes of AdamW's two moments for this rank's shards.
   int64_t optimizer_state_bytes() const;
+
+  // What this rank writes of the group to a checkpoint: its range (shard_range
+  // over the group) of every parameter and of its AdamW moments, and the step
+  // counts on the group's first rank, so the group's ranks write every element
+  // once, sharded or not. Views of the live tensors.
+  TensorParts parts_to_save(const torch::optim::AdamW& optimizer) const;
+  // What it reads on resume: every parameter whole (each rank of the group
+  // holds it), and its shards' AdamW state into tensors made in `state`, which
+  // load_state() then hands to the optimizer.
+  TensorParts parts_to_load(TensorMap& state) const;
+  void load_state(torch::optim::AdamW& optimizer, const TensorMap& state) const;
 
  private:
   NamedParams params_;

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
@@ -41,7 +43,6 @@ WatchdogOptions watchdog_options(const Config& cfg) {
   options.timeout_s = cfg.parallel.timeout_s;
   options.checkpoint_timeout_s = cfg.parallel.checkpoint_timeout_s;
   options.phase_timeout_s = cfg.parallel.phase_timeout_s;
-  options.heartbeat_dir = cfg.train.out_dir + "/heartbeats";
   options.rank = MpiSession::rank();
   options.world_size = MpiSession::size();
   return options;
@@ -53,6 +54,8 @@ Trainer::Trainer(const Config& cfg)
     : cfg_(cfg),
       watchdog_(watchdog_options(cfg)),
       plan_(make_process_groups(cfg), cfg),
+      run_lock_(std::make_shared<RunLock>(cfg.train.out_dir, plan_.control(),
+                                          heartbeat_period_s(cfg.parallel.timeout_s))),
       rank_(plan_.control().rank()),
       world_size_(plan_.control().size()),
       device_(run_device(cfg)),
@@ -61,6 +64,8 @@ Trainer::Trainer(const Config& cfg)
       guard_(cfg.train.max_nonfinite_steps),
       peak_memory_(device_),
       profiler_(cfg, rank_, device_) {
+  watchdog_.start_heartbeats(cfg_.train.out_dir + "/heartbeats",
+                             [lock = run_lock_] { lock->refresh(); });
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
@@ -117,16 +122,26 @@ void Trainer::setup_model() {
                  cfg_.parallel.shard_optimizer ? "sharded" : "replicated");
   }
   flops_per_token_ = model_flops_per_token(cfg_);
+  checkpointer_ =
+      std::make_unique<RunCheckpointer>(cfg_, plan_.groups().control, plan_.stacked_parameters());
 }
 
 void Trainer::resume_or_init() {
-  if (auto resumed = restore_run_checkpoint(cfg_, plan_, buffers_, *optimizer_)) {
+  TensorMap optimizer_state;
+  if (auto resumed = checkpointer_->restore(parts_to_load(optimizer_state))) {
+    plan_.load_optimizer_state(*optimizer_, optimizer_state);
     state_ = *resumed;
     resumed_step_ = state_.step;
     loader_->restore(state_.loader);
   } else if (!cfg_.train.init_from.empty()) {
-    load_initial_weights(cfg_.train.init_from, plan_.parameters(), plan_.stacked_parameters(),
-                         buffers_);
+    // The weights (and the buffers it holds: a converted start has none).
+    TensorParts weights;
+    for (const auto& [name, p] : plan_.parameters()) weights.push_back(whole_part(name, p));
+    for (const auto& [name, b] : buffers_) {
+      weights.push_back(whole_part(name, b));
+      weights.back().optional = true;
+    }
+    checkpointer_->load_weights(cfg_.train.init_from, weights);
   }
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
 }
@@ -166,6 +181,7 @@ TrainSummary Trainer::train() {
     if (state_.step + 1 == first_step) warm_up.emplace(WorkPhase::kFirstStep);
     const StepResult result = train_step();
     warm_up.reset();
+    checkpointer_->on_status(result.checkpoint_status);
     profiler_.after_step(state_.step);
     log_step(result);
     if (guard_.exhausted()) {
@@ -193,6 +209,7 @@ TrainSummary Trainer::train() {
 Trainer::StepResult Trainer::train_step() {
   StepResult result;
   CollectiveWatchdog::set_step(state_.step + 1);
+  const int64_t waited_us = collective_wait_us();
   // Peak memory costs /proc reads per phase: measured only where it is logged.
   StepPhases phases(logged(state_.step + 1) ? &peak_memory_ : nullptr);
   phases.begin("data");
@@ -201,6 +218,10 @@ Trainer::StepResult Trainer::train_step() {
   set_lr(*optimizer_, result.lr);
   model_->zero_grad();
   const torch::Tensor batch = loader_->next().to(device_);
+  if (rank_ == test_hooks().slow_rank) {  // tests only: a straggler
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(test_hooks().slow_rank_ms));
+  }
 
   phases.begin("forward_backward");
   StepLosses losses = forward_backward(batch);
@@ -218,6 +239,7 @@ Trainer::StepResult Trainer::train_step() {
   double total_ms = 0;
   for (const auto& [phase, ms] : result.time_ms.items()) total_ms += ms.get<double>();
   result.seconds = total_ms / 1000.0;
+  result.work_ms = total_ms - double(collective_wait_us() - waited_us) / 1000.0;
   return result;
 }
 
@@ -247,9 +269,12 @@ void Trainer::reduce_step(const StepLosses& losses, StepResult& result) {
   const auto host =
       torch::stack({losses.lm, losses.aux, losses.z, plan_.grad_sq_norm(device_)}).cpu();
   result.grad_norm = std::sqrt(host[3].item<double>());
-  // The stop flag rides on the loss reduction: agreeing on it costs no message.
-  auto summed = torch::cat({host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble)});
+  // The stop flag and the background checkpoint write's status ride on the
+  // loss reduction: agreeing on them costs no message.
+  auto summed = torch::cat(
+      {host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble), checkpointer_->status()});
   plan_.control().all_reduce_sum(summed);
+  result.checkpoint_status = summed.narrow(0, 4, 2);
   const auto mean = summed.narrow(0, 0, 3) / double(world_size_);
   result.loss = mean[0].item<double>();
   result.aux_loss = mean[1].item<double>();
@@ -311,6 +336,7 @@ nlohmann::json Trainer::data_metrics() const {
 
 void Trainer::stop_for_resume(bool saved) {
   if (!saved) checkpoint();
+  checkpointer_->wait();
   if (rank_ == 0) {
     spdlog::warn(
         "stop signal: checkpoint saved at step {}; exiting with status {} so the job is "
@@ -319,8 +345,27 @@ void Trainer::stop_for_resume(bool saved) {
   }
 }
 
+TensorParts Trainer::parts_to_save() const {
+  TensorParts parts = plan_.parts_to_save(*optimizer_);
+  if (rank_ == 0) {  // the same on every rank
+    for (const auto& [name, b] : buffers_) parts.push_back(whole_part(name, b));
+  }
+  return parts;
+}
+
+TensorParts Trainer::parts_to_load(TensorMap& optimizer_state) const {
+  TensorParts parts = plan_.parts_to_load(optimizer_state);
+  for (const auto& [name, b] : buffers_) parts.push_back(whole_part(name, b));
+  return parts;
+}
+
 void Trainer::checkpoint() {
-  save_run_checkpoint(cfg_, plan_, buffers_, *optimizer_, state_);
+  const Stopwatch paused;
+  checkpointer_->save(parts_to_save(), state_);
+  if (rank_ == 0) {
+    spdlog::info("checkpoint at step {}: training paused {:.2f} s{}", state_.step, paused.seconds(),
+                 cfg_.checkpoint.async ? " (copy to host memory; written in the background)" : "");
+  }
 }
 
 bool Trainer::logged(int64_t step) const {
@@ -332,7 +377,7 @@ void Trainer::log_step(const StepResult& r) {
   // Collective: every rank takes part in these reductions.
   const nlohmann::json moe = log_now ? moe_metrics(r.moe_stats, plan_.control()) : nullptr;
   const nlohmann::json ranks =
-      log_now ? phase_times_over_ranks(r.time_ms, plan_.control()) : nullptr;
+      log_now ? phase_times_over_ranks(r.time_ms, r.work_ms, plan_.control()) : nullptr;
   if (rank_ != 0) return;
   const int64_t tokens_per_step = batch_seqs_ * cfg_.model.seq_len;
   const double tokens_per_s = double(tokens_per_step) / r.seconds;
@@ -363,6 +408,7 @@ void Trainer::log_step(const StepResult& r) {
 // Peak memory per rank (expert weights and their optimizer state shrink with
 // ep), and DONE with the run's summary when it completed.
 void Trainer::finish(TrainSummary& summary) {
+  checkpointer_->wait();
   if (rank_ == 0) progress_->finish();
   summary.steps = state_.step;
   summary.tokens = state_.tokens;

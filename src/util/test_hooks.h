@@ -10,9 +10,10 @@
 namespace moelab {
 
 struct TestHooks {
-  int64_t nonfinite_step = -1;          // the step (from 1) whose loss is made NaN
-  double checkpoint_write_delay_s = 0;  // every rank's checkpoint write takes this much longer
-  int slow_rank = -1;                   // the rank that works slow_rank_ms longer every step
+  int64_t nonfinite_step = -1;    // the step (from 1) whose loss is made NaN
+  int slow_checkpoint_rank = -1;  // the rank whose checkpoint writes take slow_checkpoint_s longer
+  double slow_checkpoint_s = 0;
+  int slow_rank = -1;  // the rank that works slow_rank_ms longer every step
   double slow_rank_ms = 0;
 };
 

@@ -96,6 +96,51 @@ TEST(TensorFile, RejectsNamesThatCannotBeStored) {
   EXPECT_FALSE(std::filesystem::exists(dir / ".t.h5.tmp"));
 }
 
+// A part of a dataset is read without the rest: any range of a 1-D dataset
+// (a distributed checkpoint's part), or of a whole tensor's elements in row-major
+// order (checkpoints of whole tensors), converted to the destination's dtype.
+TEST(TensorFile, ReadsAnyRangeOfADatasetsElements) {
+  testing::TempDir dir;
+  const torch::Tensor matrix = torch::arange(24, torch::kFloat).reshape({4, 6});
+  const torch::Tensor vector = torch::arange(10, torch::kDouble);
+  write_tensor_file(dir / "t.h5", {{"m", matrix}, {"v", vector}, {"s", torch::tensor(int64_t{7})}});
+  const TensorFileReader reader(dir / "t.h5");
+  torch::Tensor out = torch::empty({9});
+  reader.read_range("m", 5, out);  // from the middle of row 0 to the middle of row 2
+  EXPECT_TRUE(torch::equal(out, matrix.view(-1).narrow(0, 5, 9)));
+  torch::Tensor narrow = torch::empty({3}, torch::kDouble);
+  reader.read_range("v", 6, narrow);
+  EXPECT_TRUE(torch::equal(narrow, vector.narrow(0, 6, 3)));
+  torch::Tensor as_float = torch::empty({2});
+  reader.read_range("v", 1, as_float);
+  EXPECT_TRUE(torch::equal(as_float, torch::tensor({1.0f, 2.0f})));
+  torch::Tensor step = torch::empty({1}, torch::kLong);
+  reader.read_range("s", 0, step);
+  EXPECT_EQ(step.item<int64_t>(), 7);
+  EXPECT_THROW(reader.read_range("v", 8, torch::empty({3}, torch::kDouble)), InputError);
+  EXPECT_THROW(reader.read_range("nope", 0, out), InputError);
+}
+
+// A write the file system refuses (here /dev/full where the values go) says the
+// system's reason and leaves no file behind.
+TEST(TensorFile, AFailedWriteSaysTheSystemsReasonAndLeavesNothing) {
+  testing::TempDir dir;
+  const std::string path = dir / "t.h5";
+  const TensorFileLayout layout = create_tensor_file(path, sample_tensors());
+  std::filesystem::remove(layout.temporary);
+  std::filesystem::create_symlink("/dev/full", layout.temporary);
+  try {
+    write_tensor_values(layout);
+    FAIL() << "the write to /dev/full succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(dynamic_cast<const InputError*>(&e), nullptr) << "a full disk is not bad input";
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(layout.temporary), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::is_symlink(layout.temporary));
+}
+
 // h5py is what users will open checkpoints with; check it reads ours as documented.
 TEST(TensorFile, ReadableWithH5py) {
   if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0) {

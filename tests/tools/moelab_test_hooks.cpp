@@ -3,7 +3,7 @@
 // then moelab's own command line.
 //   moelab_test_hooks --hook-nonfinite-step=3 train run.toml ...
 //   --hook-nonfinite-step=N             step N's loss is NaN
-//   --hook-checkpoint-write-delay-s=S   every rank's checkpoint write takes S s longer
+//   --hook-slow-checkpoint=R:S          rank R's checkpoint writes take S s longer
 //   --hook-slow-rank=R:MS               rank R works MS ms longer every step
 // Built with the tests only: the moelab binary has no way to turn them on.
 #include <cstdio>
@@ -23,8 +23,9 @@ bool take_hook(const std::string& arg, moelab::TestHooks& hooks) {
   };
   if (const char* v = value("nonfinite-step")) {
     hooks.nonfinite_step = std::atoll(v);
-  } else if (const char* v = value("checkpoint-write-delay-s")) {
-    hooks.checkpoint_write_delay_s = std::atof(v);
+  } else if (const char* v = value("slow-checkpoint")) {
+    if (std::sscanf(v, "%d:%lf", &hooks.slow_checkpoint_rank, &hooks.slow_checkpoint_s) != 2)
+      return false;
   } else if (const char* v = value("slow-rank")) {
     if (std::sscanf(v, "%d:%lf", &hooks.slow_rank, &hooks.slow_rank_ms) != 2) return false;
   } else {
