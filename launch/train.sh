@@ -7,6 +7,14 @@
 # MPI's hostfile: "node1 slots=2"); ranks fill the nodes in order, N / nodes
 # each, all nodes like this one. Under Slurm use slurm/train.sbatch (srun)
 # instead. Multi-node runs: docs/multinode.md.
+#
+# Stopping: a SIGTERM (a scheduler's time limit), SIGUSR1 or Ctrl-C to this
+# script reaches every rank as SIGUSR1 through mpirun, which forwards USR1 and
+# then exits with the ranks' status: 3 once they stopped with a checkpoint, so
+# this script exits 3 too. (mpirun itself aborts the job on SIGTERM or SIGINT:
+# it kills the ranks a second later and exits 1.) mpirun runs in a session of
+# its own, so a terminal's Ctrl-C reaches only this script; a second stop
+# signal ends the job at once.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
@@ -38,4 +46,14 @@ flags=(--bind-to core --map-by "ppr:$per_node:node:pe=$threads" -x OMP_NUM_THREA
 [ -z "$hostfile" ] || flags+=(--hostfile "$hostfile" --mca oob_tcp_keepalive_time 10
   --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 4)
 [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
-exec mpirun -np "$ranks" "${flags[@]}" "$moelab" train "$@" --set train.threads=$threads
+setsid mpirun -np "$ranks" "${flags[@]}" "$moelab" train "$@" --set train.threads=$threads &
+job=$!
+stops=0
+relay() {
+  stops=$((stops + 1))
+  if [ "$stops" -eq 1 ]; then kill -USR1 "$job"; else kill -TERM "$job"; fi 2>/dev/null || true
+}
+trap relay TERM INT USR1
+# A trapped signal ends `wait` early; the job's own status comes with the last one.
+while kill -0 "$job" 2>/dev/null; do wait "$job" || true; done
+wait "$job"

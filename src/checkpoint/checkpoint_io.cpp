@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
+#include "comm/failure.h"
 #include "data/checksum.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -123,24 +125,19 @@ void prepare_checkpoint_tmp_dir(const std::string& run_dir, int64_t step) {
   if (error) throw InputError(dir + ": cannot create checkpoint folder: " + error.message());
 }
 
-void finalize_checkpoint(const std::string& run_dir, int64_t step, const nlohmann::json& meta,
-                         int64_t keep) {
+nlohmann::json describe_file(const std::string& path) {
+  return {{"xxh64", checksum_hex(xxhash64_file(path))},
+          {"bytes", static_cast<int64_t>(fs::file_size(path))}};
+}
+
+void seal_checkpoint(const std::string& run_dir, int64_t step, nlohmann::json manifest,
+                     int64_t keep) {
   const std::string tmp_dir = checkpoint_tmp_dir(run_dir, step);
   if (!fs::is_directory(tmp_dir)) {
     throw InputError(tmp_dir + ": checkpoint folder to finalize does not exist");
   }
-  nlohmann::json sealed = meta;
-  sealed["step"] = step;
-  sealed["files"] = nlohmann::json::object();
-  for (const auto& entry : fs::directory_iterator(tmp_dir)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
-    sealed["files"][entry.path().filename().string()] = {
-        {"xxh64", checksum_hex(xxhash64_file(entry.path().string()))},
-        {"bytes", static_cast<int64_t>(entry.file_size())}};
-    // Other ranks wrote these; their data must be on disk before the rename publishes it.
-    fsync_path(entry.path().string());
-  }
-  write_file_durably((fs::path(tmp_dir) / kMetaFile).string(), sealed.dump(2) + "\n");
+  manifest["step"] = step;
+  write_file_durably((fs::path(tmp_dir) / kMetaFile).string(), manifest.dump(1) + "\n");
 
   const std::string final_dir = checkpoint_dir(run_dir, step);
   std::error_code error;
@@ -160,33 +157,99 @@ void finalize_checkpoint(const std::string& run_dir, int64_t step, const nlohman
   for (int64_t i = 0; i < surplus; ++i) remove_folder(finished[static_cast<size_t>(i)].second);
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& dir) {
+void finalize_checkpoint(const std::string& run_dir, int64_t step, const nlohmann::json& meta,
+                         int64_t keep) {
+  nlohmann::json manifest = meta;
+  manifest["files"] = nlohmann::json::object();
+  for (const auto& entry : fs::directory_iterator(checkpoint_tmp_dir(run_dir, step))) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
+    manifest["files"][entry.path().filename().string()] = describe_file(entry.path().string());
+    fsync_path(entry.path().string());
+  }
+  seal_checkpoint(run_dir, step, std::move(manifest), keep);
+}
+
+nlohmann::json read_checkpoint_meta(const std::string& dir) {
   if (!fs::is_directory(dir)) throw InputError(dir + ": checkpoint folder does not exist");
+  return read_meta(dir);
+}
+
+void verify_checkpoint_files(const std::string& dir, const nlohmann::json& meta, int stride,
+                             int offset) {
+  int index = 0;
+  for (const auto& [file_name, expected] : meta["files"].items()) {
+    if (index++ % stride == offset) verify_file(fs::path(dir) / file_name, expected);
+  }
+}
+
+std::vector<std::string> checkpoint_folders(const std::string& run_dir) {
+  std::vector<std::string> newest_first;
+  const auto folders = step_folders(run_dir, "");
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) newest_first.push_back(it->second);
+  return newest_first;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir) {
   LoadedCheckpoint checkpoint;
   checkpoint.dir = dir;
-  checkpoint.meta = read_meta(dir);
+  checkpoint.meta = read_checkpoint_meta(dir);
   checkpoint.step = checkpoint.meta["step"].get<int64_t>();
-  for (const auto& [file_name, expected] : checkpoint.meta["files"].items()) {
-    const fs::path file = fs::path(dir) / file_name;
-    verify_file(file, expected);
-    for (auto& [name, tensor] : read_tensor_file(file.string())) {
-      if (!checkpoint.tensors.emplace(name, std::move(tensor)).second) {
-        throw InputError(file.string() + ": tensor '" + name +
-                         "' is also stored in another file of the checkpoint");
-      }
-    }
+  verify_checkpoint_files(dir, checkpoint.meta);
+  const CheckpointReader reader(dir, checkpoint.meta);
+  for (const auto& [name, entry] : reader.tensors()) {
+    torch::Tensor tensor = torch::empty(entry.shape, torch::dtype(entry.dtype));
+    reader.read(whole_part(name, tensor));
+    checkpoint.tensors[name] = tensor;
   }
   return checkpoint;
 }
 
-std::optional<LoadedCheckpoint> load_latest_valid_checkpoint(const std::string& run_dir) {
-  const auto folders = step_folders(run_dir, "");
-  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
-    try {
-      return load_checkpoint(it->second.string());
-    } catch (const InputError& e) {
-      spdlog::warn("skipping checkpoint {}: {}", it->second.string(), e.what());
-    }
+namespace {
+
+// The meta of `dir` if its files verify; the agreed error otherwise.
+std::pair<nlohmann::json, std::string> verify_shared(Communicator& world, const std::string& dir) {
+  nlohmann::json meta;
+  std::string error;
+  try {
+    meta = read_checkpoint_meta(dir);
+    verify_checkpoint_files(dir, meta, world.size(), world.rank());
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  return {meta, agree_on_error(world, error)};
+}
+
+// Every rank must walk the same checkpoints, or the collectives would not line up.
+void check_same_folders(Communicator& world, const std::vector<std::string>& folders,
+                        const std::string& run_dir) {
+  std::string joined;
+  for (const auto& f : folders) joined += fs::path(f).filename().string() + "/";
+  const auto digest = int64_t(std::hash<std::string>()(joined) >> 1);
+  auto both = torch::tensor({digest, -digest}, torch::kLong);
+  world.all_reduce_max(both);
+  if (both[0].item<int64_t>() != -both[1].item<int64_t>()) {
+    throw InputError(run_dir +
+                     "/checkpoints: the ranks see different checkpoints (is the run "
+                     "folder on a file system every host shares?)");
+  }
+}
+
+}  // namespace
+
+nlohmann::json verified_checkpoint_meta(Communicator& world, const std::string& dir) {
+  auto [meta, error] = verify_shared(world, dir);
+  if (!error.empty()) throw InputError(error);
+  return meta;
+}
+
+std::optional<VerifiedCheckpoint> newest_verified_checkpoint(Communicator& world,
+                                                             const std::string& run_dir) {
+  const std::vector<std::string> folders = checkpoint_folders(run_dir);
+  check_same_folders(world, folders, run_dir);
+  for (const auto& dir : folders) {
+    auto [meta, error] = verify_shared(world, dir);
+    if (error.empty()) return VerifiedCheckpoint{dir, meta};
+    if (world.rank() == 0) spdlog::warn("skipping checkpoint {}: {}", dir, error);
   }
   return std::nullopt;
 }

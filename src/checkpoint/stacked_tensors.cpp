@@ -1,5 +1,6 @@
 #include "checkpoint/stacked_tensors.h"
 
+#include <map>
 #include <vector>
 
 #include "checkpoint/optimizer_state.h"
@@ -8,90 +9,83 @@
 namespace moelab {
 namespace {
 
-const char* const kStateFields[] = {"exp_avg", "exp_avg_sq", "step"};
+const char* const kMomentFields[] = {"exp_avg", "exp_avg_sq"};
 
-// Moves tensors[key] (stacked) into one entry per row: rows[i] <- row i, or
-// the whole tensor for a 0-dim one (the step count).
-void split_entry(NamedTensors& tensors, const std::string& key,
-                 const std::vector<std::string>& rows) {
-  const auto it = tensors.find(key);
-  if (it == tensors.end()) return;
-  const torch::Tensor stacked = it->second;
-  tensors.erase(it);
+// A name a stack's parts carry, and the names its rows' parts get.
+struct StackedName {
+  std::vector<std::string> rows;
+  bool is_step = false;
+};
+
+std::map<std::string, StackedName> stacked_names(const StackedParams& stacked) {
+  std::map<std::string, StackedName> names;
+  for (const auto& param : stacked) {
+    names[param.name].rows = param.row_names;
+    for (const char* field : kMomentFields) {
+      auto& rows = names[optimizer_state_name(param.name, field)].rows;
+      for (const auto& row : param.row_names) rows.push_back(optimizer_state_name(row, field));
+    }
+    auto& step = names[optimizer_state_name(param.name, "step")];
+    step.is_step = true;
+    for (const auto& row : param.row_names) step.rows.push_back(optimizer_state_name(row, "step"));
+  }
+  return names;
+}
+
+// The parts of the rows that `part`'s range of a [rows, ...] tensor covers.
+void split_rows(const TensorPart& part, const std::vector<std::string>& rows, TensorParts& out) {
+  const std::vector<int64_t> row_shape(part.shape.begin() + 1, part.shape.end());
+  const int64_t row_numel = numel_of(row_shape);
+  const int64_t end = part.begin + part.data.numel();
   for (size_t r = 0; r < rows.size(); ++r) {
-    tensors[rows[r]] = stacked.dim() == 0 ? stacked : stacked.select(0, static_cast<int64_t>(r));
+    const int64_t row_begin = int64_t(r) * row_numel;
+    const int64_t lo = std::max(part.begin, row_begin);
+    const int64_t hi = std::min(end, row_begin + row_numel);
+    if (lo >= hi) continue;
+    out.push_back({rows[r], row_shape, lo - row_begin,
+                   part.data.narrow(0, lo - part.begin, hi - lo), part.optional});
   }
-}
-
-// The step count of a stack: every row's must be the same.
-torch::Tensor joined_step(const std::vector<torch::Tensor>& steps,
-                          const std::vector<std::string>& rows, const std::string& source) {
-  for (size_t r = 1; r < steps.size(); ++r) {
-    if (!torch::equal(steps[r], steps[0])) {
-      throw InputError(source + ": optimizer step '" + rows[r] + "' differs from '" + rows[0] +
-                       "'; experts stacked into one parameter share one step count");
-    }
-  }
-  return steps[0];
-}
-
-// Moves the row entries into tensors[key], stacked. Without `required`, a
-// checkpoint that holds none of the rows stays as it is.
-void join_entry(NamedTensors& tensors, const std::string& key, const std::vector<std::string>& rows,
-                bool required, const std::string& source) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& row : rows) {
-    const auto it = tensors.find(row);
-    if (it != tensors.end()) parts.push_back(it->second);
-  }
-  if (parts.empty() && !required) return;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const auto it = tensors.find(rows[r]);
-    if (it == tensors.end()) {
-      throw InputError(source + ": checkpoint has no tensor '" + rows[r] +
-                       "'; it was saved from a different model config");
-    }
-    if (it->second.sizes() != parts.front().sizes()) {
-      throw InputError(source + ": tensor '" + rows[r] + "' has shape " +
-                       c10::str(it->second.sizes()) + " but '" + rows.front() + "' has " +
-                       c10::str(parts.front().sizes()) + " (experts of one width)");
-    }
-  }
-  tensors[key] = parts.front().dim() == 0 ? joined_step(parts, rows, source) : torch::stack(parts);
-  for (const auto& row : rows) tensors.erase(row);
-}
-
-std::vector<std::string> state_rows(const std::vector<std::string>& rows,
-                                    const std::string& field) {
-  std::vector<std::string> out;
-  for (const auto& row : rows) out.push_back(optimizer_state_name(row, field));
-  return out;
 }
 
 }  // namespace
 
-NamedTensors split_stacked(NamedTensors tensors, const StackedParams& stacked) {
-  for (const auto& param : stacked) {
-    split_entry(tensors, param.name, param.row_names);
-    for (const char* field : kStateFields) {
-      split_entry(tensors, optimizer_state_name(param.name, field),
-                  state_rows(param.row_names, field));
+TensorParts split_stacked_parts(const TensorParts& parts, const StackedParams& stacked,
+                                bool separate_steps) {
+  const auto names = stacked_names(stacked);
+  TensorParts out;
+  for (const auto& part : parts) {
+    const auto it = names.find(part.name);
+    if (it == names.end()) {
+      out.push_back(part);
+    } else if (!it->second.is_step) {
+      split_rows(part, it->second.rows, out);
+    } else {
+      for (const auto& row : it->second.rows) {
+        const torch::Tensor data = separate_steps ? torch::empty_like(part.data) : part.data;
+        out.push_back({row, part.shape, part.begin, data, part.optional});
+      }
     }
   }
-  return tensors;
+  return out;
 }
 
-NamedTensors join_stacked(NamedTensors tensors, const StackedParams& stacked,
-                          const std::string& source) {
-  for (const auto& param : stacked) {
-    join_entry(tensors, param.name, param.row_names, /*required=*/true, source);
-    for (const char* field : kStateFields) {
-      join_entry(tensors, optimizer_state_name(param.name, field),
-                 state_rows(param.row_names, field),
-                 /*required=*/false, source);
+void join_stacked_steps(const TensorParts& stack_parts, const TensorParts& row_parts,
+                        const StackedParams& stacked, const std::string& source) {
+  const auto names = stacked_names(stacked);
+  std::map<std::string, torch::Tensor> read;
+  for (const auto& part : row_parts) read[part.name] = part.data;
+  for (const auto& part : stack_parts) {
+    const auto it = names.find(part.name);
+    if (it == names.end() || !it->second.is_step) continue;
+    const auto& rows = it->second.rows;
+    for (const auto& row : rows) {
+      if (!torch::equal(read.at(row), read.at(rows.front()))) {
+        throw InputError(source + ": optimizer step '" + row + "' differs from '" + rows.front() +
+                         "'; experts stacked into one parameter share one step count");
+      }
     }
+    part.data.copy_(read.at(rows.front()));
   }
-  return tensors;
 }
 
 }  // namespace moelab

@@ -1,58 +1,50 @@
 #include "checkpoint/tensor_file.h"
 
-#include <hdf5.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <utility>
-#include <vector>
 
+#include "checkpoint/tensor_file_hdf5.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
-constexpr const char* kDtypeAttribute = "torch_dtype";
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "values are written as the little-endian types the file declares");
 
-// Owns an HDF5 identifier and closes it with the matching H5?close.
-class H5Handle {
- public:
-  H5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~H5Handle() {
-    if (id_ >= 0) close_(id_);
+constexpr int64_t kWriteChunk = int64_t{64} << 20;  // bytes per write call and progress report
+
+herr_t find_system_reason(unsigned, const H5E_error2_t* error, void* data) {
+  const char* key = "error message = '";
+  const char* found = error->desc ? std::strstr(error->desc, key) : nullptr;
+  if (found) {
+    const char* begin = found + std::strlen(key);
+    const char* end = std::strchr(begin, '\'');
+    *static_cast<std::string*>(data) = end ? std::string(begin, end) : std::string(begin);
   }
-  H5Handle(H5Handle&& other) noexcept : id_(std::exchange(other.id_, -1)), close_(other.close_) {}
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
-  H5Handle& operator=(H5Handle&&) = delete;
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
+  return 0;
+}
 
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
+// The operating system's reason in HDF5's current error stack ("No space left
+// on device"), where a file driver recorded one; read before the next HDF5 call.
+std::string system_reason() {
+  std::string reason;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_system_reason, &reason);
+  return reason.empty() ? "" : " (" + reason + ")";
+}
 
-// HDF5 prints its whole error stack to stderr by default; our exceptions already
-// say what went wrong, so the stack is silenced while we work and then restored.
-class QuietHdf5Errors {
- public:
-  QuietHdf5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &handler_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, handler_, data_); }
-
- private:
-  H5E_auto2_t handler_ = nullptr;
-  void* data_ = nullptr;
-};
-
-void check(herr_t status, const std::string& what) {
-  if (status < 0) throw InputError(what);
+// A failure to write is not bad input: the run ends with status 1.
+void check_write(herr_t status, const std::string& what) {
+  if (status < 0) throw std::runtime_error(what + system_reason());
 }
 
 std::vector<std::string> split_name(const std::string& name) {
@@ -74,9 +66,19 @@ std::vector<std::string> split_name(const std::string& name) {
 }
 
 // Creation property lists that leave modification times out of object headers.
-H5Handle untimed_plist(hid_t plist_class) {
-  H5Handle plist(H5Pcreate(plist_class), H5Pclose);
+Hdf5Handle untimed_plist(hid_t plist_class) {
+  Hdf5Handle plist(H5Pcreate(plist_class), H5Pclose);
   H5Pset_obj_track_times(plist.get(), false);
+  return plist;
+}
+
+// A dataset whose space is allocated when it is created and never filled: its
+// values are written into that space afterwards (write_tensor_values).
+Hdf5Handle preallocated_dataset_plist() {
+  Hdf5Handle plist = untimed_plist(H5P_DATASET_CREATE);
+  H5Pset_layout(plist.get(), H5D_CONTIGUOUS);
+  H5Pset_alloc_time(plist.get(), H5D_ALLOC_TIME_EARLY);
+  H5Pset_fill_time(plist.get(), H5D_FILL_TIME_NEVER);
   return plist;
 }
 
@@ -108,260 +110,223 @@ StoredType stored_type(torch::ScalarType dtype, const std::string& name) {
 
 void write_string_attribute(hid_t object, const char* key, const std::string& value,
                             const std::string& path) {
-  H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.get(), value.size());
-  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Handle attribute(H5Acreate2(object, key, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                     H5Aclose);
-  if (!attribute.valid()) throw InputError(path + ": cannot create attribute " + key);
-  check(H5Awrite(attribute.get(), type.get(), value.data()), path + ": cannot write attribute");
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle attribute(H5Acreate2(object, key, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+  if (!attribute.valid()) check_write(-1, path + ": cannot create attribute " + key);
+  check_write(H5Awrite(attribute.get(), type.get(), value.data()),
+              path + ": cannot write attribute");
 }
 
-// `block` (contiguous) into rows [first_row, first_row + block rows) of `dataset`.
-void write_block(hid_t dataset, hid_t memory_type, const torch::Tensor& block, int64_t first_row,
-                 const std::string& what) {
-  H5Handle file_space(H5Dget_space(dataset), H5Sclose);
-  std::vector<hsize_t> count(block.sizes().begin(), block.sizes().end());
-  std::vector<hsize_t> start(count.size(), 0);
-  start[0] = hsize_t(first_row);
-  check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                            nullptr),
-        what);
-  H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
-  check(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
-                 block.data_ptr()),
-        what);
-}
-
-// A tensor stored as another dtype (bfloat16 as float32) is converted a block
-// of rows at a time, so writing it never holds a converted copy of all of it.
-constexpr int64_t kConversionBlockElements = int64_t(1) << 23;
-
-void write_data(hid_t dataset, const StoredType& type, const torch::Tensor& tensor,
-                const std::string& what) {
-  const torch::Tensor source = tensor.detach().to(torch::kCPU).contiguous();
-  if (source.scalar_type() == type.memory_dtype || source.dim() == 0) {
-    const torch::Tensor data = source.to(type.memory_dtype);
-    check(H5Dwrite(dataset, type.memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()),
-          what);
-    return;
-  }
-  const int64_t row = std::max<int64_t>(1, source.numel() / std::max<int64_t>(1, source.size(0)));
-  const int64_t block = std::max<int64_t>(1, kConversionBlockElements / row);
-  for (int64_t begin = 0; begin < source.size(0); begin += block) {
-    const int64_t end = std::min(begin + block, source.size(0));
-    const torch::Tensor rows = source.narrow(0, begin, end - begin).to(type.memory_dtype);
-    write_block(dataset, type.memory_type, rows, begin, what);
-  }
-}
-
-void write_dataset(hid_t file, const std::string& name, const torch::Tensor& tensor,
-                   const std::string& path) {
-  const StoredType type = stored_type(tensor.scalar_type(), name);
-  std::vector<hsize_t> dims(tensor.sizes().begin(), tensor.sizes().end());
-  H5Handle space(dims.empty()
-                     ? H5Screate(H5S_SCALAR)
-                     : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                 H5Sclose);
-  H5Handle dcpl = untimed_plist(H5P_DATASET_CREATE);
-  H5Handle dataset(H5Dcreate2(file, name.c_str(), type.file_type, space.get(), H5P_DEFAULT,
-                              dcpl.get(), H5P_DEFAULT),
-                   H5Dclose);
-  if (!dataset.valid()) throw InputError(path + ": cannot create dataset '" + name + "'");
-  if (tensor.numel() > 0) {
-    write_data(dataset.get(), type, tensor, path + ": cannot write dataset '" + name + "'");
-  }
-  if (tensor.scalar_type() == torch::kBFloat16) {
+// Creates the dataset with its space allocated and unfilled, and returns the
+// offset of its values in the file.
+int64_t create_dataset(hid_t file, const std::string& name, c10::IntArrayRef sizes,
+                       torch::ScalarType dtype, const std::string& path) {
+  const StoredType type = stored_type(dtype, name);
+  std::vector<hsize_t> dims(sizes.begin(), sizes.end());
+  Hdf5Handle space(dims.empty()
+                       ? H5Screate(H5S_SCALAR)
+                       : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                   H5Sclose);
+  Hdf5Handle dcpl = preallocated_dataset_plist();
+  Hdf5Handle dataset(H5Dcreate2(file, name.c_str(), type.file_type, space.get(), H5P_DEFAULT,
+                                dcpl.get(), H5P_DEFAULT),
+                     H5Dclose);
+  if (!dataset.valid()) check_write(-1, path + ": cannot create dataset '" + name + "'");
+  if (dtype == torch::kBFloat16) {
     write_string_attribute(dataset.get(), kDtypeAttribute, "bfloat16", path);
   }
+  if (c10::multiply_integers(sizes) == 0) return 0;
+  const haddr_t offset = H5Dget_offset(dataset.get());
+  if (offset == HADDR_UNDEF)
+    check_write(-1, path + ": no space allocated for dataset '" + name + "'");
+  return static_cast<int64_t>(offset);
 }
 
-torch::ScalarType dtype_of(hid_t dataset, const std::string& name, const std::string& path) {
-  H5Handle type(H5Dget_type(dataset), H5Tclose);
-  const H5T_class_t type_class = H5Tget_class(type.get());
-  const size_t size = H5Tget_size(type.get());
-  if (type_class == H5T_FLOAT && size == 4) return torch::kFloat;
-  if (type_class == H5T_FLOAT && size == 8) return torch::kDouble;
-  if (type_class == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
-    return torch::kByte;
+// The names a file holds so far. add() creates the groups a new name needs,
+// refusing a name given twice or one that would make one object both a dataset
+// and a group.
+class FileNames {
+ public:
+  void add(hid_t file, const std::string& name, const std::string& path) {
+    const auto clash = [&](const std::string& group) {
+      return std::invalid_argument("tensor names '" + group + "' and '" + name +
+                                   "' clash in one HDF5 file: '" + group +
+                                   "' would be both a dataset and a group");
+    };
+    if (groups_.count(name)) throw clash(name);
+    if (!datasets_.insert(name).second) {
+      throw std::invalid_argument("tensor '" + name + "' written twice to " + path);
+    }
+    const std::vector<std::string> parts = split_name(name);
+    std::string prefix;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += (i ? "/" : "") + parts[i];
+      if (datasets_.count(prefix)) throw clash(prefix);
+      if (!groups_.insert(prefix).second) continue;
+      Hdf5Handle gcpl = untimed_plist(H5P_GROUP_CREATE);
+      Hdf5Handle group(H5Gcreate2(file, prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+                       H5Gclose);
+      if (!group.valid()) check_write(-1, path + ": cannot create group '" + prefix + "'");
+    }
   }
-  if (type_class == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_2) {
-    if (size == 4) return torch::kInt;
-    if (size == 8) return torch::kLong;
-  }
-  throw InputError(path + ": dataset '" + name +
-                   "' has a type other than float32, float64, int32, int64 or uint8");
-}
 
-hid_t memory_type_of(torch::ScalarType dtype) {
-  switch (dtype) {
-    case torch::kFloat:
-      return H5T_NATIVE_FLOAT;
-    case torch::kDouble:
-      return H5T_NATIVE_DOUBLE;
-    case torch::kInt:
-      return H5T_NATIVE_INT32;
-    case torch::kByte:
-      return H5T_NATIVE_UINT8;
-    default:
-      return H5T_NATIVE_INT64;
-  }
-}
-
-std::vector<int64_t> shape_of(hid_t dataset, const std::string& name, const std::string& path) {
-  H5Handle space(H5Dget_space(dataset), H5Sclose);
-  const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
-  if (space_class == H5S_SCALAR) return {};
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (space_class != H5S_SIMPLE || rank < 0) {
-    throw InputError(path + ": dataset '" + name + "' has no readable shape");
-  }
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  return std::vector<int64_t>(dims.begin(), dims.end());
-}
-
-bool is_bfloat16(hid_t dataset) {
-  if (H5Aexists(dataset, kDtypeAttribute) <= 0) return false;
-  H5Handle attribute(H5Aopen(dataset, kDtypeAttribute, H5P_DEFAULT), H5Aclose);
-  H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
-  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) return false;
-  std::string value(H5Tget_size(type.get()), '\0');
-  if (H5Aread(attribute.get(), type.get(), value.data()) < 0) return false;
-  return value.substr(0, value.find('\0')) == "bfloat16";
-}
-
-torch::Tensor read_dataset(hid_t dataset, const std::string& name, const std::string& path) {
-  const torch::ScalarType dtype = dtype_of(dataset, name, path);
-  torch::Tensor tensor = torch::empty(shape_of(dataset, name, path), torch::dtype(dtype));
-  if (tensor.numel() > 0) {
-    check(H5Dread(dataset, memory_type_of(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data_ptr()),
-          path + ": cannot read dataset '" + name + "' (truncated or corrupt file?)");
-  }
-  return is_bfloat16(dataset) ? tensor.to(torch::kBFloat16) : tensor;
-}
-
-// Walks one group's links for H5Literate; `prefix` is the group's full name.
-struct GroupVisitor {
-  const std::string& path;
-  std::string prefix;
-  std::map<std::string, torch::Tensor>& tensors;
-  std::string& error;  // exceptions must not cross HDF5's C frames; the message waits here
+ private:
+  std::set<std::string> groups_, datasets_;
 };
 
-herr_t visit_link(hid_t group, const char* link_name, const H5L_info_t*, void* data) {
-  auto& visitor = *static_cast<GroupVisitor*>(data);
-  const std::string name = visitor.prefix.empty() ? link_name : visitor.prefix + "/" + link_name;
-  try {
-    H5Handle object(H5Oopen(group, link_name, H5P_DEFAULT), H5Oclose);
-    if (!object.valid()) throw InputError(visitor.path + ": cannot open object '" + name + "'");
-    switch (H5Iget_type(object.get())) {
-      case H5I_GROUP: {
-        GroupVisitor child{visitor.path, name, visitor.tensors, visitor.error};
-        return H5Literate(object.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, visit_link, &child);
-      }
-      case H5I_DATASET:
-        visitor.tensors[name] = read_dataset(object.get(), name, visitor.path);
-        return 0;
-      default:
-        return 0;  // committed datatypes and the like carry no tensor
-    }
-  } catch (const std::exception& e) {
-    visitor.error = e.what();
-    return -1;
+void remove_quietly(const std::string& path) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+}
+
+std::runtime_error system_error(const std::string& path, const char* what, int error) {
+  return std::runtime_error(path + ": " + what + " (" + std::strerror(error) + ")");
+}
+
+// Writes all of `bytes` at `offset`, a chunk per call.
+void write_at(int fd, const char* bytes, int64_t length, int64_t offset, const std::string& path,
+              const std::function<void(int64_t)>& progress) {
+  while (length > 0) {
+    const ssize_t written =
+        ::pwrite(fd, bytes, static_cast<size_t>(std::min(length, kWriteChunk)), offset);
+    if (written < 0 && errno == EINTR) continue;
+    if (written < 0) throw system_error(path, "cannot write", errno);
+    if (written == 0) throw system_error(path, "cannot write", ENOSPC);
+    bytes += written;
+    offset += written;
+    length -= written;
+    if (progress) progress(written);
   }
 }
 
 }  // namespace
 
+int64_t TensorFileLayout::bytes() const {
+  int64_t total = 0;
+  for (const auto& extent : extents) total += extent.values.nbytes();
+  return total;
+}
+
+TensorFileLayout create_tensor_file(const std::string& path,
+                                    const std::map<std::string, torch::Tensor>& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    split_name(name);
+    stored_type(tensor.scalar_type(), name);
+  }
+  TensorFileLayout layout;
+  layout.path = path;
+  layout.temporary = temporary_path_for(path);
+  try {
+    QuietHdf5Errors quiet;
+    Hdf5Handle file(H5Fcreate(layout.temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                    H5Fclose);
+    if (!file.valid()) check_write(-1, layout.temporary + ": cannot create HDF5 file");
+    FileNames names;
+    for (const auto& [name, tensor] : tensors) {
+      names.add(file.get(), name, layout.temporary);
+      TensorFileLayout::Extent extent;
+      extent.values =
+          tensor.detach().to(torch::kCPU, stored_type(tensor.scalar_type(), name).memory_dtype);
+      extent.values = extent.values.contiguous();
+      extent.offset =
+          create_dataset(file.get(), name, tensor.sizes(), tensor.scalar_type(), layout.temporary);
+      layout.extents.push_back(extent);
+    }
+    // Closed here, where a failure to write the structure can still be reported.
+    check_write(H5Fclose(file.release()), layout.temporary + ": cannot write HDF5 file");
+  } catch (...) {
+    remove_quietly(layout.temporary);
+    throw;
+  }
+  return layout;
+}
+
+void write_tensor_values(const TensorFileLayout& layout,
+                         const std::function<void(int64_t bytes)>& progress) {
+  try {
+    const int fd = ::open(layout.temporary.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw system_error(layout.temporary, "cannot open", errno);
+    try {
+      for (const auto& extent : layout.extents) {
+        write_at(fd, static_cast<const char*>(extent.values.data_ptr()), extent.values.nbytes(),
+                 extent.offset, layout.temporary, progress);
+      }
+      if (::fsync(fd) != 0) throw system_error(layout.temporary, "fsync failed", errno);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) throw system_error(layout.temporary, "cannot close", errno);
+    commit_durably(layout.temporary, layout.path);
+  } catch (const std::runtime_error& e) {
+    remove_quietly(layout.temporary);
+    throw std::runtime_error(e.what());  // write failures are not bad input, whoever threw
+  }
+}
+
+void write_tensor_file(const std::string& path,
+                       const std::map<std::string, torch::Tensor>& tensors) {
+  write_tensor_values(create_tensor_file(path, tensors));
+}
+
+// A tensor stored as another dtype (bfloat16 as float32) is converted a block
+// at a time, so the writer never holds a converted copy of all of it.
+constexpr int64_t kConversionBlockElements = int64_t{1} << 23;
+
 struct TensorFileWriter::File {
   QuietHdf5Errors quiet;
-  H5Handle handle;
-  std::set<std::string> groups, datasets;
+  Hdf5Handle handle;
+  FileNames names;
+  int fd = -1;
 };
 
 TensorFileWriter::TensorFileWriter(const std::string& path)
     : path_(path), temporary_(temporary_path_for(path)) {
   // In place: the quiet-errors guard must not be copied.
-  file_.reset(new File{
-      {},
-      H5Handle(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose)});
-  if (!file_->handle.valid()) throw InputError(temporary_ + ": cannot create HDF5 file");
+  file_.reset(
+      new File{{},
+               Hdf5Handle(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                          H5Fclose)});
+  if (!file_->handle.valid()) check_write(-1, temporary_ + ": cannot create HDF5 file");
+  file_->fd = ::open(temporary_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (file_->fd < 0) throw system_error(temporary_, "cannot open", errno);
 }
 
 TensorFileWriter::~TensorFileWriter() {
   if (!file_) return;
+  if (file_->fd >= 0) ::close(file_->fd);
   file_.reset();
-  std::error_code ignored;
-  std::filesystem::remove(temporary_, ignored);
-}
-
-// Creates the groups `name` needs, refusing a name that would make one object
-// both a dataset and a group.
-void TensorFileWriter::create_groups(const std::string& name) {
-  const std::vector<std::string> parts = split_name(name);
-  const auto clash = [&](const std::string& group) {
-    return std::invalid_argument("tensor names '" + group + "' and '" + name +
-                                 "' clash in one HDF5 file: '" + group +
-                                 "' would be both a dataset and a group");
-  };
-  if (file_->groups.count(name)) throw clash(name);
-  std::string prefix;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    prefix += (i ? "/" : "") + parts[i];
-    if (file_->datasets.count(prefix)) throw clash(prefix);
-    if (!file_->groups.insert(prefix).second) continue;
-    H5Handle gcpl = untimed_plist(H5P_GROUP_CREATE);
-    H5Handle group(
-        H5Gcreate2(file_->handle.get(), prefix.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
-        H5Gclose);
-    if (!group.valid()) throw InputError(temporary_ + ": cannot create group '" + prefix + "'");
-  }
+  remove_quietly(temporary_);
 }
 
 void TensorFileWriter::add(const std::string& name, const torch::Tensor& tensor) {
-  stored_type(tensor.scalar_type(), name);
-  if (!file_->datasets.insert(name).second) {
-    throw std::invalid_argument("tensor '" + name + "' written twice to " + path_);
+  const StoredType type = stored_type(tensor.scalar_type(), name);
+  file_->names.add(file_->handle.get(), name, temporary_);
+  const int64_t offset =
+      create_dataset(file_->handle.get(), name, tensor.sizes(), tensor.scalar_type(), temporary_);
+  const torch::Tensor flat = tensor.detach().to(torch::kCPU).contiguous().reshape(-1);
+  const int64_t element_bytes = c10::elementSize(type.memory_dtype);
+  for (int64_t begin = 0; begin < flat.numel(); begin += kConversionBlockElements) {
+    const int64_t length = std::min(kConversionBlockElements, flat.numel() - begin);
+    const torch::Tensor block = flat.narrow(0, begin, length).to(type.memory_dtype).contiguous();
+    write_at(file_->fd, static_cast<const char*>(block.data_ptr()), block.nbytes(),
+             offset + begin * element_bytes, temporary_, nullptr);
   }
-  create_groups(name);
-  write_dataset(file_->handle.get(), name, tensor, temporary_);
 }
 
 void TensorFileWriter::commit() {
-  check(H5Fflush(file_->handle.get(), H5F_SCOPE_LOCAL), temporary_ + ": cannot flush HDF5 file");
+  check_write(H5Fclose(file_->handle.release()), temporary_ + ": cannot write HDF5 file");
+  const int fd = std::exchange(file_->fd, -1);
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    throw system_error(temporary_, "fsync failed", errno);
+  }
+  if (::close(fd) != 0) throw system_error(temporary_, "cannot close", errno);
   file_.reset();
   commit_durably(temporary_, path_);
-}
-
-void write_tensor_file(const std::string& path,
-                       const std::map<std::string, torch::Tensor>& tensors) {
-  for (const auto& [name, tensor] : tensors) {
-    split_name(name);
-    stored_type(tensor.scalar_type(), name);
-  }
-  TensorFileWriter writer(path);
-  for (const auto& [name, tensor] : tensors) writer.add(name, tensor);
-  writer.commit();
-}
-
-std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw InputError(path + ": tensor file does not exist");
-  }
-  QuietHdf5Errors quiet;
-  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) {
-    throw InputError(path + ": not a readable HDF5 file (truncated or corrupt?)");
-  }
-  std::map<std::string, torch::Tensor> tensors;
-  std::string error;
-  GroupVisitor root{path, "", tensors, error};
-  if (H5Literate(file.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, visit_link, &root) < 0) {
-    throw InputError(error.empty() ? path + ": cannot list contents (truncated or corrupt file?)"
-                                   : error);
-  }
-  return tensors;
 }
 
 }  // namespace moelab

@@ -6,13 +6,13 @@
 
 namespace moelab {
 
-void agree_or_throw(Communicator& group, const std::string& local_error) {
+std::string agree_on_error(Communicator& group, const std::string& local_error) {
   // The max of (size - rank) over failing ranks identifies the lowest one.
   torch::Tensor flag = torch::tensor(
       {local_error.empty() ? int64_t{0} : int64_t{group.size() - group.rank()}}, torch::kLong);
   group.all_reduce_max(flag);
   const int64_t max_flag = flag.item<int64_t>();
-  if (max_flag == 0) return;
+  if (max_flag == 0) return "";
   const int first = static_cast<int>(group.size() - max_flag);
 
   torch::Tensor length = torch::tensor({static_cast<int64_t>(local_error.size())}, torch::kLong);
@@ -23,10 +23,14 @@ void agree_or_throw(Communicator& group, const std::string& local_error) {
   }
   group.broadcast(text, first);
 
-  if (!local_error.empty()) throw InputError(local_error);
+  if (!local_error.empty()) return local_error;
   const auto* chars = reinterpret_cast<const char*>(text.data_ptr<uint8_t>());
-  throw InputError("rank " + std::to_string(first) +
-                   " reported: " + std::string(chars, chars + text.numel()));
+  return "rank " + std::to_string(first) + " reported: " + std::string(chars, chars + text.numel());
+}
+
+void agree_or_throw(Communicator& group, const std::string& local_error) {
+  const std::string message = agree_on_error(group, local_error);
+  if (!message.empty()) throw InputError(message);
 }
 
 }  // namespace moelab

@@ -9,9 +9,11 @@
 namespace moelab {
 
 // Collective over `group` (CPU tensors, so use an MPI or local communicator):
-// returns when no rank passed an error; otherwise every rank throws InputError
-// carrying the message of the lowest failing rank. That rank throws its own
-// message; the others throw "rank N reported: <message>".
+// "" when no rank passed an error; otherwise the message of the lowest failing
+// rank, as that rank passed it, and "rank N reported: <message>" on the others.
+std::string agree_on_error(Communicator& group, const std::string& local_error);
+
+// agree_on_error, then every rank throws InputError with the message, if any.
 void agree_or_throw(Communicator& group, const std::string& local_error);
 
 }  // namespace moelab

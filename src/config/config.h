@@ -157,6 +157,11 @@ struct ParallelConfig {
   // A collective that has not completed after this many seconds ends the job
   // (comm/watchdog.h): a dead, frozen or cut-off peer never hangs a run.
   double timeout_s = 600;
+  // How long a collective waits, past timeout_s, for peers whose heartbeats say
+  // they are busy on purpose and progressing: writing or reading a checkpoint,
+  // or in another long phase (evaluation, profiler export, the first step).
+  double checkpoint_timeout_s = 3600;
+  double phase_timeout_s = 3600;
   // Start each gradient bucket's all-reduce during backward, as soon as its
   // gradients are complete (parallel/grad_sync.h), instead of after backward.
   bool overlap_grad_sync = true;
@@ -201,6 +206,9 @@ struct CheckpointConfig {
   int64_t interval = 0;         // steps between checkpoints (0 = only at the end)
   int64_t keep = 2;             // newest checkpoints kept
   std::string resume = "none";  // "none" | "auto" | path of a checkpoint folder
+  // The step waits only for a copy of the state into host memory; a thread per
+  // rank writes it (checkpoint/run_checkpoint.h).
+  bool async = false;
 };
 
 struct Config {

@@ -358,6 +358,11 @@ std::vector<Field> parallel_fields(ParallelConfig& p) {
       choice("parallel.backend", &p.backend, "collective backend"),
       real("parallel.timeout_s", &p.timeout_s, 0, true,
            "seconds a collective may wait for its peers before the job ends"),
+      real("parallel.checkpoint_timeout_s", &p.checkpoint_timeout_s, 0, true,
+           "seconds a collective may wait for peers writing or reading a checkpoint"),
+      real("parallel.phase_timeout_s", &p.phase_timeout_s, 0, true,
+           "seconds a collective may wait for peers evaluating, exporting a profile or in "
+           "their first step"),
       flag("parallel.overlap_grad_sync", &p.overlap_grad_sync,
            "exchange gradient buckets during backward, as they complete"),
       flag("parallel.shard_optimizer", &p.shard_optimizer,
@@ -389,6 +394,8 @@ std::vector<Field> checkpoint_fields(CheckpointConfig& k) {
       integer("checkpoint.interval", &k.interval, 0, "steps between checkpoints (0 = end only)"),
       integer("checkpoint.keep", &k.keep, 1, "newest checkpoints kept"),
       text("checkpoint.resume", &k.resume, "\"none\", \"auto\" or a checkpoint folder"),
+      flag("checkpoint.async", &k.async,
+           "the step waits only for a host copy of the state; a thread per rank writes it"),
   };
 }
 

@@ -33,6 +33,9 @@ class Hdf5Handle {
     if (id_ >= 0 && closer_) closer_(id_);
     id_ = H5I_INVALID_HID;
   }
+  // Gives the identifier up, unclosed: for a caller that closes it itself to
+  // see whether closing succeeded.
+  hid_t release() { return std::exchange(id_, H5I_INVALID_HID); }
 
  private:
   hid_t id_ = H5I_INVALID_HID;

@@ -80,16 +80,19 @@ nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator
           {"router_entropy", entropy}};
 }
 
-nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, Communicator& world) {
+nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, double work_ms,
+                                      Communicator& world) {
   std::vector<std::string> phases;
   std::vector<double> mine;
   for (const auto& [phase, ms] : time_ms.items()) {
     phases.push_back(phase);
     mine.push_back(ms.get<double>());
   }
+  phases.push_back("work");
+  mine.push_back(work_ms);
   const int64_t n = int64_t(phases.size());
   const auto all = world.all_gather(torch::tensor(mine, torch::kDouble).reshape({1, n}));
-  const auto slowest = all.sum(1).argmax().item<int64_t>();
+  const auto slowest = all.select(1, n - 1).argmax().item<int64_t>();
   const auto mean = all.mean(0);
   nlohmann::json mean_ms, slowest_ms = {{"rank", slowest}};
   for (int64_t p = 0; p < n; ++p) {

@@ -28,10 +28,15 @@ void write_run_files(const Config& cfg, const ProcessGroups& groups,
 // `world`); null for a dense model.
 nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator& world);
 
-// The straggler view of one step's phase times (`time_ms`, this rank's):
-// {"time_ms_mean": mean over ranks per phase, "time_ms_slowest": the phases of
-// the rank with the longest step, and its "rank"}. Collective over `world`.
-nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, Communicator& world);
+// The straggler view of one step (`time_ms`, this rank's phases, and
+// `work_ms`, its own work: the step less its time in collectives). In
+// synchronous training every rank's step takes about as long as the slowest
+// one's, the others waiting for it in collectives, so the straggler is the
+// rank with the most own work: {"time_ms_mean": per phase and "work", the mean
+// over ranks; "time_ms_slowest": that rank's phases, "work" and "rank"}.
+// Collective over `world`.
+nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, double work_ms,
+                                      Communicator& world);
 
 // The run's DONE file: its summary as JSON, written durably.
 void write_done_file(const Config& cfg, const nlohmann::json& summary);

@@ -5,20 +5,18 @@
 // reduce-scatters (grad_sync.h), so a rank receives the averaged gradient of its
 // slices only; AdamW is element-wise, so every element gets the update it would
 // get unsharded. After the step the ranks' updated slices are all-gathered back
-// into the full parameters (one collective per bucket). Checkpoints hold the full moments by
-// parameter name, gathered at save and sliced at load, so they resume at any layout, sharded or
-// not.
+// into the full parameters (one collective per bucket). Each rank checkpoints its own
+// slices' moments (ParamGroup::parts_to_save) and reads back the range its slices need, so
+// checkpoints resume at any layout, sharded or not.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "checkpoint/optimizer_state.h"
 #include "comm/communicator.h"
 #include "model/named_params.h"
 
@@ -38,6 +36,8 @@ class OptimizerShards {
   // This rank's slice of each parameter (a 1-D view, possibly empty), by the
   // parameter's name, in the order of `params`.
   const NamedParams& slices() const { return slices_; }
+  // Where slice i begins in its parameter's flattened elements.
+  int64_t slice_begin(size_t i) const { return layout_[i].begin; }
   // Whether each parameter (in the same order) is a matrix: AdamW's weight
   // decay follows the parameter's shape, not its slice's.
   const std::vector<bool>& is_matrix() const { return is_matrix_; }
@@ -52,14 +52,6 @@ class OptimizerShards {
   void detach_gradients() const;
   // Collective: every rank's updated slices into the full parameters.
   void gather_parameters() const;
-  // Collective: the full-size optimizer state of every parameter
-  // (optimizer_state_tensors' names and shapes) from the ranks' slices, on the
-  // group's first rank, which writes it to a checkpoint; empty on the others,
-  // so no other rank ever holds the whole state.
-  TensorMap gather_state(const torch::optim::AdamW& optimizer) const;
-  // This rank's slices of full-size optimizer state, for load_optimizer_state
-  // with slices().
-  TensorMap slice_state(const TensorMap& full) const;
 
  private:
   struct Layout {
@@ -73,13 +65,6 @@ class OptimizerShards {
     size_t first = 0;   // parameter index
     int64_t numel = 0;  // elements of the chunks it holds
   };
-  enum class GatherTo { kEveryRank, kFirstRank };
-  // Collective: each parameter's full flattened tensor from every rank's
-  // slices, handed to `take` with its index, a bucket at a time, on every rank
-  // or on the group's first only.
-  void gather(const std::vector<torch::Tensor>& slices,
-              const std::function<void(size_t, const torch::Tensor&)>& take, GatherTo to) const;
-
   NamedParams params_, slices_;
   std::vector<Layout> layout_;
   std::vector<Bucket> buckets_;

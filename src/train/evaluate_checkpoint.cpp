@@ -10,7 +10,7 @@
 #include "model/transformer.h"
 #include "parallel/parallel_plan.h"
 #include "train/evaluator.h"
-#include "train/run_checkpoint.h"
+#include "train/initial_weights.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/stopwatch.h"
@@ -73,7 +73,8 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
   plan.parallelize(model);
   NamedParams buffers;
   for (auto& nb : model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
-  load_initial_weights(opts.checkpoint, plan.parameters(), plan.stacked_parameters(), buffers);
+  RunCheckpointer checkpointer(cfg, plan.groups().control, plan.stacked_parameters());
+  load_initial_weights(checkpointer, opts.checkpoint, plan, buffers);
 
   Stopwatch clock;
   const EvalResult loss = evaluate(model, val, opts.batch_seqs, plan.groups().dp.get(), device);

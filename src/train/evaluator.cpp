@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "comm/watchdog.h"
+
 namespace moelab {
 
 EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
@@ -20,7 +22,9 @@ EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_
   // kept on the device so the passes never wait for a read-back.
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
   int64_t tokens = 0;
+  LongPhase phase(WorkPhase::kEvaluation);  // peers wait for the slowest rank's passes
   for (int64_t p = 0; p < passes; ++p) {
+    LongPhase::progress();
     const int64_t lo = begin + p * batch_seqs;
     const int64_t hi = std::min(end, lo + batch_seqs);
     // A rank out of windows still joins the pass with one window, weighted 0.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "comm/watchdog.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -69,6 +70,9 @@ void StepProfiler::before_step(int64_t step) {
 }
 
 void StepProfiler::after_step(int64_t step) {
+  // Exporting a trace can outlast parallel.timeout_s on a rank that traces
+  // while the others wait in their next collective.
+  LongPhase phase(WorkPhase::kProfileExport);
   if (tracing_ && step == last_) write_trace();
   if (step == snapshot_step_ && cuda_) write_memory_snapshot();
 }

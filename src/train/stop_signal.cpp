@@ -22,6 +22,10 @@ StopSignals::StopSignals() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
+  // The default action comes back once this handler has run: the next
+  // Ctrl-C ends the process.
+  action.sa_flags |= SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
 }
 
 int StopSignals::received() {

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
-#include <cstdlib>
+#include <optional>
+#include <thread>
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
@@ -12,10 +14,12 @@
 #include "metrics/run_log.h"
 #include "metrics/step_phases.h"
 #include "train/evaluator.h"
+#include "train/initial_weights.h"
 #include "train/optimizer.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/mpi_session.h"
+#include "util/test_hooks.h"
 
 namespace moelab {
 namespace {
@@ -38,7 +42,8 @@ bool every(int64_t interval, int64_t step) {
 WatchdogOptions watchdog_options(const Config& cfg) {
   WatchdogOptions options;
   options.timeout_s = cfg.parallel.timeout_s;
-  options.heartbeat_dir = cfg.train.out_dir + "/heartbeats";
+  options.checkpoint_timeout_s = cfg.parallel.checkpoint_timeout_s;
+  options.phase_timeout_s = cfg.parallel.phase_timeout_s;
   options.rank = MpiSession::rank();
   options.world_size = MpiSession::size();
   return options;
@@ -50,6 +55,8 @@ Trainer::Trainer(const Config& cfg)
     : cfg_(cfg),
       watchdog_(watchdog_options(cfg)),
       plan_(make_process_groups(cfg), cfg),
+      run_lock_(std::make_shared<RunLock>(cfg.train.out_dir, plan_.control(),
+                                          heartbeat_period_s(cfg.parallel.timeout_s))),
       rank_(plan_.control().rank()),
       world_size_(plan_.control().size()),
       device_(run_device(cfg)),
@@ -58,11 +65,9 @@ Trainer::Trainer(const Config& cfg)
       guard_(cfg.train.max_nonfinite_steps),
       peak_memory_(device_),
       profiler_(cfg, rank_, device_) {
+  watchdog_.start_heartbeats(cfg_.train.out_dir + "/heartbeats",
+                             [lock = run_lock_] { lock->refresh(); });
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
-  // Test-only: a NaN loss at this step, to check the non-finite guard end to end.
-  if (const char* step = std::getenv("MOELAB_TEST_NONFINITE_STEP")) {
-    nonfinite_test_step_ = std::atoll(step);
-  }
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
     spdlog::info("device {}, precision {} ({})", device_.str(), choice_name(precision_.precision),
@@ -120,16 +125,19 @@ void Trainer::setup_model() {
                  cfg_.parallel.shard_optimizer ? "sharded" : "replicated");
   }
   flops_per_token_ = model_flops_per_token(cfg_);
+  checkpointer_ =
+      std::make_unique<RunCheckpointer>(cfg_, plan_.groups().control, plan_.stacked_parameters());
 }
 
 void Trainer::resume_or_init() {
-  if (auto resumed = restore_run_checkpoint(cfg_, plan_, buffers_, *optimizer_)) {
+  TensorMap optimizer_state;
+  if (auto resumed = checkpointer_->restore(parts_to_load(optimizer_state))) {
+    plan_.load_optimizer_state(*optimizer_, optimizer_state);
     state_ = *resumed;
     resumed_step_ = state_.step;
     loader_->restore(state_.loader);
   } else if (!cfg_.train.init_from.empty()) {
-    load_initial_weights(cfg_.train.init_from, plan_.parameters(), plan_.stacked_parameters(),
-                         buffers_);
+    load_initial_weights(*checkpointer_, cfg_.train.init_from, plan_, buffers_);
   }
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
 }
@@ -161,9 +169,16 @@ void Trainer::open_logs(const nlohmann::json& places) {
 TrainSummary Trainer::train() {
   TrainSummary summary;
   if (state_.step == 0) summary.last_val_loss = evaluate();  // the curve starts at initialisation
+  const int64_t first_step = state_.step + 1;
   while (state_.step < cfg_.train.max_steps) {
     profiler_.before_step(state_.step + 1);
+    // Start-up work in a process's first step (allocator, kernels, a GPU's
+    // libraries) may outlast parallel.timeout_s on one rank.
+    std::optional<LongPhase> warm_up;
+    if (state_.step + 1 == first_step) warm_up.emplace(WorkPhase::kFirstStep);
     const StepResult result = train_step();
+    warm_up.reset();
+    checkpointer_->on_status(result.checkpoint_status);
     profiler_.after_step(state_.step);
     log_step(result);
     if (guard_.exhausted()) {
@@ -191,6 +206,7 @@ TrainSummary Trainer::train() {
 Trainer::StepResult Trainer::train_step() {
   StepResult result;
   CollectiveWatchdog::set_step(state_.step + 1);
+  const int64_t waited_us = collective_wait_us();
   // Peak memory costs /proc reads per phase: measured only where it is logged.
   StepPhases phases(logged(state_.step + 1) ? &peak_memory_ : nullptr);
   phases.begin("data");
@@ -199,6 +215,10 @@ Trainer::StepResult Trainer::train_step() {
   set_lr(*optimizer_, result.lr);
   model_->zero_grad();
   const torch::Tensor batch = loader_->next().to(device_);
+  if (rank_ == test_hooks().slow_rank) {  // tests only: a straggler
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(test_hooks().slow_rank_ms));
+  }
 
   phases.begin("forward_backward");
   StepLosses losses = forward_backward(batch);
@@ -216,6 +236,7 @@ Trainer::StepResult Trainer::train_step() {
   double total_ms = 0;
   for (const auto& [phase, ms] : result.time_ms.items()) total_ms += ms.get<double>();
   result.seconds = total_ms / 1000.0;
+  result.work_ms = total_ms - double(collective_wait_us() - waited_us) / 1000.0;
   return result;
 }
 
@@ -224,7 +245,7 @@ Trainer::StepResult Trainer::train_step() {
 Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
   StepLosses losses;
   double weight = double(micro_seqs_) / double(local_seqs_);
-  if (state_.step + 1 == nonfinite_test_step_) weight = NAN;
+  if (state_.step + 1 == test_hooks().nonfinite_step) weight = NAN;  // tests only
   for (int64_t m = 0; m < local_seqs_; m += micro_seqs_) {
     const auto chunk = batch.narrow(0, m, micro_seqs_);
     ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),
@@ -245,9 +266,12 @@ void Trainer::reduce_step(const StepLosses& losses, StepResult& result) {
   const auto host =
       torch::stack({losses.lm, losses.aux, losses.z, plan_.grad_sq_norm(device_)}).cpu();
   result.grad_norm = std::sqrt(host[3].item<double>());
-  // The stop flag rides on the loss reduction: agreeing on it costs no message.
-  auto summed = torch::cat({host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble)});
+  // The stop flag and the background checkpoint write's status ride on the
+  // loss reduction: agreeing on them costs no message.
+  auto summed = torch::cat(
+      {host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble), checkpointer_->status()});
   plan_.control().all_reduce_sum(summed);
+  result.checkpoint_status = summed.narrow(0, 4, 2);
   const auto mean = summed.narrow(0, 0, 3) / double(world_size_);
   result.loss = mean[0].item<double>();
   result.aux_loss = mean[1].item<double>();
@@ -312,6 +336,7 @@ nlohmann::json Trainer::data_metrics() const {
 
 void Trainer::stop_for_resume(bool saved) {
   if (!saved) checkpoint();
+  checkpointer_->wait();
   if (rank_ == 0) {
     spdlog::warn(
         "stop signal: checkpoint saved at step {}; exiting with status {} so the job is "
@@ -320,8 +345,27 @@ void Trainer::stop_for_resume(bool saved) {
   }
 }
 
+TensorParts Trainer::parts_to_save() const {
+  TensorParts parts = plan_.parts_to_save(*optimizer_);
+  if (rank_ == 0) {  // the same on every rank
+    for (const auto& [name, b] : buffers_) parts.push_back(whole_part(name, b));
+  }
+  return parts;
+}
+
+TensorParts Trainer::parts_to_load(TensorMap& optimizer_state) const {
+  TensorParts parts = plan_.parts_to_load(optimizer_state);
+  for (const auto& [name, b] : buffers_) parts.push_back(whole_part(name, b));
+  return parts;
+}
+
 void Trainer::checkpoint() {
-  save_run_checkpoint(cfg_, plan_, buffers_, *optimizer_, state_);
+  const Stopwatch paused;
+  checkpointer_->save(parts_to_save(), state_);
+  if (rank_ == 0) {
+    spdlog::info("checkpoint at step {}: training paused {:.2f} s{}", state_.step, paused.seconds(),
+                 cfg_.checkpoint.async ? " (copy to host memory; written in the background)" : "");
+  }
 }
 
 bool Trainer::logged(int64_t step) const {
@@ -333,7 +377,7 @@ void Trainer::log_step(const StepResult& r) {
   // Collective: every rank takes part in these reductions.
   const nlohmann::json moe = log_now ? moe_metrics(r.moe_stats, plan_.control()) : nullptr;
   const nlohmann::json ranks =
-      log_now ? phase_times_over_ranks(r.time_ms, plan_.control()) : nullptr;
+      log_now ? phase_times_over_ranks(r.time_ms, r.work_ms, plan_.control()) : nullptr;
   if (rank_ != 0) return;
   const int64_t tokens_per_step = batch_seqs_ * cfg_.model.seq_len;
   const double tokens_per_s = double(tokens_per_step) / r.seconds;
@@ -364,6 +408,7 @@ void Trainer::log_step(const StepResult& r) {
 // Peak memory per rank (expert weights and their optimizer state shrink with
 // ep), and DONE with the run's summary when it completed.
 void Trainer::finish(TrainSummary& summary) {
+  checkpointer_->wait();
   if (rank_ == 0) progress_->finish();
   summary.steps = state_.step;
   summary.tokens = state_.tokens;

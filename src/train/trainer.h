@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/run_checkpoint.h"
 #include "comm/watchdog.h"
 #include "config/config.h"
 #include "data/batch_loader.h"
@@ -26,7 +27,7 @@
 #include "parallel/parallel_plan.h"
 #include "train/lr_schedule.h"
 #include "train/nonfinite_guard.h"
-#include "train/run_checkpoint.h"
+#include "train/run_lock.h"
 #include "train/step_profiler.h"
 #include "train/stop_signal.h"
 #include "train/task_evals.h"
@@ -68,9 +69,11 @@ class Trainer {
   struct StepResult {
     double lr = 0, loss = 0, aux_loss = 0, z_loss = 0, grad_norm = 0;
     bool skipped = false;
-    bool stop_requested = false;  // a stop signal reached some rank (agreed by all)
+    bool stop_requested = false;      // a stop signal reached some rank (agreed by all)
+    torch::Tensor checkpoint_status;  // RunCheckpointer::status() summed over the ranks
     std::vector<MoeLayerStats> moe_stats;
     nlohmann::json time_ms;   // per phase (step_phases.h)
+    double work_ms = 0;       // the step's time outside collectives
     nlohmann::json peak_mib;  // per phase, where it can be measured
     double seconds = 0;
   };
@@ -92,6 +95,10 @@ class Trainer {
   double evaluate();
   // Per source: tokens trained on and the epoch it is in.
   nlohmann::json data_metrics() const;
+  // This rank's parts of the run's tensors, to write (the model's buffers and
+  // the RNG are rank 0's) or to read into.
+  TensorParts parts_to_save() const;
+  TensorParts parts_to_load(TensorMap& optimizer_state) const;
   void checkpoint();
   // After a stop signal: the checkpoint at this step (unless `saved` already).
   void stop_for_resume(bool saved);
@@ -105,6 +112,9 @@ class Trainer {
   CollectiveWatchdog watchdog_;
   StopSignals stop_signals_;
   ParallelPlan plan_;
+  // Taken before anything is written into the run folder; refreshed by the
+  // watchdog's heartbeat thread, which shares it.
+  std::shared_ptr<RunLock> run_lock_;
   int rank_, world_size_;
   torch::Device device_;
   PrecisionChoice precision_;
@@ -120,10 +130,10 @@ class Trainer {
   Transformer model_{nullptr};
   NamedParams buffers_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<RunCheckpointer> checkpointer_;
   LrSchedule schedule_;
   TrainState state_;
-  int64_t resumed_step_ = -1;         // -1: a fresh run starts its logs anew
-  int64_t nonfinite_test_step_ = -1;  // MOELAB_TEST_NONFINITE_STEP (tests only)
+  int64_t resumed_step_ = -1;  // -1: a fresh run starts its logs anew
   NonfiniteGuard guard_;
   PeakMemory peak_memory_;
   StepProfiler profiler_;

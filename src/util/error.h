@@ -1,7 +1,7 @@
-// Error types that map to the CLI's exit codes (src/cli/main.cpp, the one place
-// that maps them): InputError (bad usage, config or input data) exits 2;
+// Error types that map to the CLI's exit codes (src/cli/run_cli.cpp, the one
+// place that maps them): InputError (bad usage, config or input data) exits 2;
 // StoppedForResume exits kExitStoppedForResume on every rank; anything else
-// that escapes exits 1.
+// that escapes (SystemError among them) exits 1.
 #pragma once
 
 #include <stdexcept>
@@ -10,6 +10,13 @@
 namespace moelab {
 
 class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The system refused what a run needs (a full disk, a quota, an I/O error):
+// exits 1 like an internal failure, but is reported as what it is.
+class SystemError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

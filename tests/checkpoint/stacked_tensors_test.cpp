@@ -1,11 +1,14 @@
 // Checkpoints keep one tensor per expert (and per expert's AdamW moments) while
 // the model stacks its experts: a per-expert checkpoint loads into the stacks
-// and saving them gives back exactly the tensors that were loaded.
+// and saving them gives back exactly the tensors that were loaded, whichever
+// range of a stack a rank holds.
 #include "checkpoint/stacked_tensors.h"
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/checkpoint_io.h"
 #include "checkpoint/optimizer_state.h"
+#include "common/temp_dir.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -14,12 +17,9 @@ namespace moelab {
 namespace {
 
 using testing::HoldsExperts;
+using NamedTensors = std::map<std::string, torch::Tensor>;
 
-NamedParams params_of(const Transformer& model) {
-  NamedParams out;
-  for (const auto& p : model->named_parameters()) out.emplace_back(p.key(), p.value());
-  return out;
-}
+const char* const kFields[] = {"exp_avg", "exp_avg_sq", "step"};
 
 bool is_expert(const std::string& name) {
   return name.find(".moe.experts.") != std::string::npos;
@@ -39,28 +39,65 @@ NamedTensors per_expert_checkpoint(const Transformer& full) {
   return saved;
 }
 
-// Loads `saved` into model and optimizer as a resume does, saves them back as
-// a checkpoint does, and checks that every tensor comes back bit for bit.
-void expect_round_trip(Transformer& model, const NamedTensors& saved) {
-  const NamedParams params = params_of(model);
-  std::vector<torch::Tensor> tensors;
-  for (const auto& [name, p] : params) tensors.push_back(p);
-  auto optimizer = std::make_unique<torch::optim::AdamW>(tensors);
-  const NamedTensors joined = join_stacked(saved, model->stacked_params(), "ckpt");
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& [name, p] : params) p.copy_(joined.at(name));
-  }
-  load_optimizer_state(*optimizer, params, joined);
+// The model's tensors as a run holds them: its parameters (stacked) and, for
+// each, AdamW moments of its shape and a step count, as whole parts.
+struct RunTensors {
+  NamedTensors tensors;
+  TensorParts parts;
+};
 
-  NamedTensors state;
-  for (const auto& [name, p] : params) state[name] = p.detach();
-  for (auto& [key, t] : optimizer_state_tensors(*optimizer, params)) state[key] = t;
-  const NamedTensors written = split_stacked(state, model->stacked_params());
+RunTensors run_tensors(const Transformer& model, bool optimizer_state) {
+  RunTensors run;
+  for (const auto& p : model->named_parameters()) {
+    run.tensors[p.key()] = p.value().detach();
+    if (!optimizer_state) continue;
+    for (const char* field : kFields) {
+      run.tensors[optimizer_state_name(p.key(), field)] = std::string(field) == "step"
+                                                              ? torch::zeros({}, torch::kLong)
+                                                              : torch::empty_like(p.value());
+    }
+  }
+  for (const auto& [name, t] : run.tensors) run.parts.push_back(whole_part(name, t));
+  return run;
+}
+
+std::string write_checkpoint(const testing::TempDir& dir, const NamedTensors& saved) {
+  prepare_checkpoint_tmp_dir(dir.str(), 1);
+  write_tensor_file(checkpoint_tmp_dir(dir.str(), 1) + "/weights.h5", saved);
+  finalize_checkpoint(dir.str(), 1, nlohmann::json::object(), 0);
+  return checkpoint_dir(dir.str(), 1);
+}
+
+// Reads the per-expert parts of `run` as a resume does.
+void read_stacked(const std::string& ckpt, const Transformer& model, const TensorParts& parts) {
+  const CheckpointReader reader(ckpt, read_checkpoint_meta(ckpt));
+  const TensorParts rows = split_stacked_parts(parts, model->stacked_params(), true);
+  for (const auto& part : rows) reader.read(part);
+  join_stacked_steps(parts, rows, model->stacked_params(), ckpt);
+}
+
+// Loads `saved` into the model's stacks, saves them back as a checkpoint does
+// (in pieces of `piece` elements, as ranks sharing a stack write it), and checks
+// that every tensor comes back bit for bit.
+void expect_round_trip(const Transformer& model, const NamedTensors& saved, int64_t piece) {
+  testing::TempDir dir;
+  const RunTensors run = run_tensors(model, true);
+  read_stacked(write_checkpoint(dir, saved), model, run.parts);
+  TensorParts pieces;
+  for (const auto& [name, t] : run.tensors) {
+    for (int64_t b = 0; b < t.numel(); b += piece) {
+      pieces.push_back(part_of(name, t, b, std::min(piece, t.numel() - b)));
+    }
+  }
+  NamedTensors written;
+  for (const auto& part : split_stacked_parts(pieces, model->stacked_params())) {
+    torch::Tensor& whole = written[part.name];
+    if (!whole.defined()) whole = torch::zeros(part.shape, part.data.options());
+    whole.view(-1).narrow(0, part.begin, part.data.numel()).copy_(part.data);
+  }
   int64_t experts = 0;
   for (const auto& [name, t] : written) {
     ASSERT_TRUE(saved.count(name)) << name;
-    EXPECT_EQ(t.scalar_type(), saved.at(name).scalar_type()) << name;
     EXPECT_TRUE(torch::equal(t, saved.at(name))) << name;
     experts += is_expert(name);
   }
@@ -68,8 +105,9 @@ void expect_round_trip(Transformer& model, const NamedTensors& saved) {
     EXPECT_TRUE(torch::equal(w.value(), saved.at(w.key()))) << w.key();
   }
   // 3 matrices x (weight, 2 moments, step) per expert held, 2 layers.
-  const auto held = static_cast<int64_t>(model->named_weights().size() -
-                                         (params.size() - model->stacked_params().size()));
+  const auto held =
+      static_cast<int64_t>(model->named_weights().size() -
+                           (model->named_parameters().size() - model->stacked_params().size()));
   EXPECT_EQ(experts, 4 * held);
 }
 
@@ -80,7 +118,9 @@ TEST(StackedTensors, PerExpertCheckpointLoadsIntoTheStacksAndSavesBitwise) {
   int64_t expert_params = 0;
   for (const auto& p : model->named_parameters()) expert_params += is_expert(p.key());
   EXPECT_EQ(expert_params, 2 /*layers*/ * 3 /*projections*/);
-  expect_round_trip(model, per_expert_checkpoint(model));
+  expect_round_trip(model, per_expert_checkpoint(model), int64_t{1} << 40);
+  // Pieces that start and end inside experts' rows.
+  expect_round_trip(model, per_expert_checkpoint(model), 7);
 }
 
 TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
@@ -91,7 +131,7 @@ TEST(StackedTensors, ARankHoldingSomeExpertsTakesAndSavesOnlyThose) {
     return std::make_shared<HoldsExperts>(std::vector<int64_t>{1, 3});
   };
   Transformer partial(model_settings(cfg), odd_rank);
-  expect_round_trip(partial, per_expert_checkpoint(full));
+  expect_round_trip(partial, per_expert_checkpoint(full), 5);
   for (const auto& w : partial->named_weights()) {
     if (is_expert(w.key())) {
       EXPECT_TRUE(w.key().find("experts.1.") != std::string::npos ||
@@ -108,42 +148,46 @@ TEST(StackedTensors, HeterogeneousWidthsRoundTripThroughOneStackPerWidth) {
   int64_t expert_params = 0;
   for (const auto& p : model->named_parameters()) expert_params += is_expert(p.key());
   EXPECT_EQ(expert_params, 2 /*layers*/ * 2 /*widths*/ * 3 /*projections*/);
-  expect_round_trip(model, per_expert_checkpoint(model));
+  expect_round_trip(model, per_expert_checkpoint(model), 11);
 }
 
-TEST(StackedTensors, JoinNamesTheMissingExpertTensor) {
+TEST(StackedTensors, AMissingExpertTensorIsNamed) {
   const Config cfg = testing::tiny_config(true);
   Transformer model(model_settings(cfg));
   NamedTensors saved = per_expert_checkpoint(model);
   saved.erase("layers.1.moe.experts.2.w3");
+  testing::TempDir dir;
+  const std::string ckpt = write_checkpoint(dir, saved);
   try {
-    join_stacked(saved, model->stacked_params(), "ckpt_dir");
+    read_stacked(ckpt, model, run_tensors(model, true).parts);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("ckpt_dir"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(ckpt), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("layers.1.moe.experts.2.w3"), std::string::npos)
         << e.what();
   }
 }
 
-TEST(StackedTensors, JoinRefusesExpertsAtDifferentSteps) {
+TEST(StackedTensors, ExpertsAtDifferentStepsAreRefused) {
   const Config cfg = testing::tiny_config(true);
   Transformer model(model_settings(cfg));
   NamedTensors saved = per_expert_checkpoint(model);
   saved["optim/layers.0.moe.experts.3.w2/step"] = torch::tensor(int64_t{4});
-  EXPECT_THROW(join_stacked(saved, model->stacked_params(), "ckpt"), InputError);
+  testing::TempDir dir;
+  EXPECT_THROW(read_stacked(write_checkpoint(dir, saved), model, run_tensors(model, true).parts),
+               InputError);
 }
 
-TEST(StackedTensors, WeightsOnlyCheckpointsJoinWithoutOptimizerState) {
+TEST(StackedTensors, WeightsOnlyCheckpointsLoadWithoutOptimizerState) {
   const Config cfg = testing::tiny_config(true);
   Transformer model(model_settings(cfg));
   NamedTensors weights;
-  for (const auto& w : model->named_weights()) weights[w.key()] = w.value().detach().clone();
-  const NamedTensors joined = join_stacked(weights, model->stacked_params(), "ckpt");
-  for (const auto& p : model->named_parameters()) {
-    EXPECT_TRUE(torch::equal(joined.at(p.key()), p.value())) << p.key();
+  for (const auto& w : model->named_weights()) weights[w.key()] = torch::randn(w.value().sizes());
+  testing::TempDir dir;
+  read_stacked(write_checkpoint(dir, weights), model, run_tensors(model, false).parts);
+  for (const auto& w : model->named_weights()) {
+    EXPECT_TRUE(torch::equal(w.value(), weights.at(w.key()))) << w.key();
   }
-  EXPECT_EQ(joined.size(), model->named_parameters().size());
 }
 
 }  // namespace

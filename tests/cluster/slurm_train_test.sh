@@ -15,7 +15,9 @@
 #      every loss bitwise that of b;
 #   d. the same with a burst of USR1 (every ~20 ms until the job stops running),
 #      so that some arrive while the ranks write the checkpoint and exit: the
-#      ranks still exit 3, the job still requeues, resumes and matches b.
+#      ranks still exit 3, the job still requeues, resumes and matches b;
+#   e. the same with SIGTERM to the batch script, srun and every rank at once
+#      (scancel --full), as Slurm sends it at a time limit or on preemption.
 #
 # Slurm holds a requeued job back (Reason=BeginTime) for the credential
 # lifetime, 120 s by default; the test moves its start to now with
@@ -177,10 +179,11 @@ stop_steps() {  # the steps that rank 0 said it stopped and checkpointed at
   sed -n 's/.*stop signal: checkpoint saved at step \([0-9]*\);.*/\1/p' "$1"
 }
 
-# preempt NAME once|burst: submits the job (run NAME, output NAME.out) and,
-# once it has logged 10 steps, sends USR1 to its ranks: one (once), or one
+# preempt NAME once|burst|term: submits the job (run NAME, output NAME.out)
+# and, once it has logged 10 steps, sends USR1 to its ranks: one (once), or one
 # every ~20 ms for as long as the job runs (burst), so that some arrive while
-# the ranks write the checkpoint and while they exit. Then expects the job
+# the ranks write the checkpoint and while they exit; or SIGTERM to the whole
+# job, batch script and srun included (term). Then expects the job
 # requeued, resumed from the checkpoint of the step it stopped at, and
 # complete, with every loss bitwise that of b.
 preempt() {
@@ -195,6 +198,8 @@ preempt() {
   # ranks, and not the batch script: as --signal=USR1@T does.
   if [[ $mode == once ]]; then
     slurm scancel --signal=USR1 "$job" || fatal "$name. scancel --signal=USR1 $job"
+  elif [[ $mode == term ]]; then
+    slurm scancel --full --signal=TERM "$job" || fatal "$name. scancel --full --signal=TERM $job"
   else
     # shellcheck disable=SC2016  # expanded by that bash
     sent=$(on_h1 timeout 60 bash -c 'n=0
@@ -240,4 +245,5 @@ preempt() {
 }
 preempt c once
 preempt d burst
+preempt e term
 finish

@@ -1,7 +1,6 @@
 // ranks: 1 2 3 4
 // ZeRO-1's slices against unsharded AdamW on every rank: the same parameters
-// after each step, the same full-size state gathered for a checkpoint, and a
-// state sliced from a checkpoint that continues identically. Its gradient
+// after each step (checkpoints of them: checkpoint_layouts.cpp). Its gradient
 // reduce-scatter against the all-reduce. The parameters are sized so that some
 // ranks get short or empty slices.
 #include "parallel/optimizer_shards.h"
@@ -11,7 +10,6 @@
 #include "parallel/grad_sync.h"
 #include "parallel/shard_range.h"
 #include "train/optimizer.h"
-#include "util/error.h"
 
 namespace moelab {
 namespace {
@@ -60,7 +58,7 @@ void expect_equal(const NamedParams& a, const NamedParams& b) {
 // parameter one or more buckets of its own).
 class OptimizerShardsTest : public ::testing::TestWithParam<int64_t> {};
 
-TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamWAndSavesItsState) {
+TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamW) {
   const NamedParams reference = make_params();
   auto adamw = make_adamw(reference, testing::optimizer_test_config());
   const NamedParams params = testing::clone_params(reference);
@@ -72,42 +70,9 @@ TEST_P(OptimizerShardsTest, StepsLikeUnshardedAdamWAndSavesItsState) {
     sharded_step(*optimizer, shards, params, step);
     expect_equal(params, reference);
   }
-  // The whole state on the group's first rank only.
-  const TensorMap full = shards.gather_state(*optimizer);
-  if (world()->rank() != 0) {
-    EXPECT_TRUE(full.empty());
-    return;
-  }
-  const TensorMap want = optimizer_state_tensors(*adamw, reference);
-  ASSERT_EQ(full.size(), want.size());
-  for (const auto& [key, t] : want) {
-    ASSERT_TRUE(full.count(key)) << key;
-    EXPECT_TRUE(torch::allclose(full.at(key), t, 1e-6, 1e-9)) << key;
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Buckets, OptimizerShardsTest, ::testing::Values(1 << 20, 8));
-
-TEST(OptimizerShards, ResumesFromAFullSizeStateAtAnyShardCount) {
-  // Unsharded for two steps, "checkpointed", then continued sharded and unsharded.
-  const NamedParams reference = make_params();
-  auto adamw = make_adamw(reference, testing::optimizer_test_config());
-  for (int step = 0; step < 2; ++step) {
-    set_gradients(reference, step);
-    adamw->step();
-  }
-  const TensorMap saved = optimizer_state_tensors(*adamw, reference);
-  const NamedParams params = testing::clone_params(reference);
-  const OptimizerShards shards(params, world());
-  auto optimizer = sharded_adamw(shards);
-  load_optimizer_state(*optimizer, shards.slices(), shards.slice_state(saved));
-  for (int step = 2; step < 4; ++step) {
-    set_gradients(reference, step);
-    adamw->step();
-    sharded_step(*optimizer, shards, params, step);
-  }
-  expect_equal(params, reference);
-}
 
 // Each rank's own gradients (they differ by rank, as before the data-parallel
 // average), from a loss through the parameters so overlap's hooks fire.
@@ -157,22 +122,6 @@ TEST(ShardedGradSync, EachRankGetsTheAverageOfItsSlices) {
         full_sq += t.grad().to(torch::kDouble).square().sum().item<double>();
       EXPECT_NEAR(slice_sq.item<double>(), full_sq, 1e-9 * full_sq);
     }
-  }
-}
-
-TEST(OptimizerShards, AStateOfTheWrongShapeIsRefusedByName) {
-  const NamedParams params = make_params();
-  const OptimizerShards shards(params, world());
-  auto optimizer = sharded_adamw(shards);
-  TensorMap state = optimizer_state_tensors(*optimizer, shards.slices());
-  state["optim/w/exp_avg"] = torch::zeros({3, 5});
-  try {
-    shards.slice_state(state);
-    FAIL() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "optimizer state 'optim/w/exp_avg' has shape [3, 5] but the parameter has shape "
-              "[5, 3]");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 namespace moelab {
 namespace {
@@ -20,8 +21,27 @@ std::vector<torch::Tensor> params_with_grads(double scale) {
   return params;
 }
 
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(p.grad());
+  return grads;
+}
+
+double local_grad_sq_norm(const std::vector<torch::Tensor>& params) {
+  return grad_sq_norm_tensor(grads_of(params), torch::kCPU).item<double>();
+}
+
 double identity(double x) {
   return x;
+}
+
+// The pieces composed as ParallelPlan composes them: the local sum of squares,
+// reduced over the ranks by `reduce_sum`, then clipping to the global norm.
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
+                      const std::function<double(double)>& reduce_sum) {
+  const double norm = std::sqrt(reduce_sum(local_grad_sq_norm(params)));
+  clip_to_norm(grads_of(params), norm, max_norm);
+  return norm;
 }
 
 TEST(GradClip, LocalSquaredNormIsTheSumOfSquares) {

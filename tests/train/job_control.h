@@ -142,6 +142,41 @@ inline std::string mpirun_command(int ranks) {
          std::to_string(ranks) + " ";
 }
 
+// The first `lines` lines of a file.
+inline std::string head_lines(const fs::path& path, int lines) {
+  std::ifstream in(path);
+  std::string out, line;
+  for (int i = 0; i < lines && std::getline(in, line); ++i) out += line + "\n";
+  return out;
+}
+
+// That a run went on from its checkpoint at `step` rather than from the start:
+// `log` (the resumed process's) says which checkpoint, and metrics.jsonl's
+// lines up to that step are still those `before` held (a fresh start would
+// have rewritten them, with other timings).
+inline void expect_resumed_from(const fs::path& run_dir, const std::string& log, int64_t step,
+                                const std::string& before) {
+  char folder[32];
+  std::snprintf(folder, sizeof(folder), "step_%08lld", static_cast<long long>(step));
+  EXPECT_NE(log.find(std::string(folder) + " (step " + std::to_string(step) + ")"),
+            std::string::npos)
+      << "no resume from step " << step << ":\n"
+      << log;
+  EXPECT_EQ(head_lines(run_dir / "metrics.jsonl", int(step)), head_lines(before, int(step)));
+}
+
+// The step of the newest complete checkpoint in `run`, -1 when there is none.
+inline int64_t newest_checkpoint(const fs::path& run) {
+  int64_t newest = -1;
+  if (!fs::exists(run / "checkpoints")) return newest;
+  for (const auto& entry : fs::directory_iterator(run / "checkpoints")) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("step_", 0) == 0 && name.find(".tmp") == std::string::npos)
+      newest = std::max<int64_t>(newest, std::stoll(name.substr(5)));
+  }
+  return newest;
+}
+
 // (step, loss) of every metrics.jsonl line; losses are logged in round-trip
 // form, so equal values mean bitwise-equal losses.
 inline std::vector<std::pair<int64_t, double>> loss_log(const fs::path& run_dir) {
