@@ -16,8 +16,10 @@
 #   d. the same with a burst of USR1 (every ~20 ms until the job stops running),
 #      so that some arrive while the ranks write the checkpoint and exit: the
 #      ranks still exit 3, the job still requeues, resumes and matches b;
-#   e. the same with SIGTERM to the batch script, srun and every rank at once
-#      (scancel --full), as Slurm sends it at a time limit or on preemption.
+#   e. the same with SIGTERM to the ranks (scancel --signal=TERM: the job's
+#      steps), as a preemption's grace time delivers it. (SIGTERM to srun
+#      itself, scancel --full, makes srun SIGKILL its tasks: no program can
+#      checkpoint then, which is why slurm/ asks for --signal=USR1@T ahead.)
 #
 # Slurm holds a requeued job back (Reason=BeginTime) for the credential
 # lifetime, 120 s by default; the test moves its start to now with
@@ -182,24 +184,23 @@ stop_steps() {  # the steps that rank 0 said it stopped and checkpointed at
 # preempt NAME once|burst|term: submits the job (run NAME, output NAME.out)
 # and, once it has logged 10 steps, sends USR1 to its ranks: one (once), or one
 # every ~20 ms for as long as the job runs (burst), so that some arrive while
-# the ranks write the checkpoint and while they exit; or SIGTERM to the whole
-# job, batch script and srun included (term). Then expects the job
+# the ranks write the checkpoint and while they exit; or SIGTERM to the ranks
+# (term). Then expects the job
 # requeued, resumed from the checkpoint of the step it stopped at, and
 # complete, with every loss bitwise that of b.
 preempt() {
-  local name=$1 mode=$2 t=$SECONDS job out=$1.out sent stop
+  local name=$1 mode=$2 t=$SECONDS job out=$1.out sent stop signal=USR1
+  [[ $mode == term ]] && signal=TERM
   job=$(submit "$name" --parsable 2>"$name.sbatch") || fatal "$name. sbatch: $(cat "$name.sbatch")"
   job=${job%%;*}
   until_true 90 "10 steps in $name/metrics.jsonl" at_least "$name/metrics.jsonl" 10 ||
     fatal "$name. the job did not log 10 steps"
   echo "$name. job $job: $(lines "$name/metrics.jsonl") steps logged after $((SECONDS - t)) s;" \
-    "scancel --signal=USR1 $job ($mode)"
+    "scancel --signal=$signal $job ($mode)"
   # Without --full (or --batch), scancel signals the job's steps, that is the
   # ranks, and not the batch script: as --signal=USR1@T does.
-  if [[ $mode == once ]]; then
-    slurm scancel --signal=USR1 "$job" || fatal "$name. scancel --signal=USR1 $job"
-  elif [[ $mode == term ]]; then
-    slurm scancel --full --signal=TERM "$job" || fatal "$name. scancel --full --signal=TERM $job"
+  if [[ $mode == once || $mode == term ]]; then
+    slurm scancel --signal=$signal "$job" || fatal "$name. scancel --signal=$signal $job"
   else
     # shellcheck disable=SC2016  # expanded by that bash
     sent=$(on_h1 timeout 60 bash -c 'n=0

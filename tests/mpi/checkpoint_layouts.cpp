@@ -12,6 +12,7 @@
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/run_checkpoint.h"
 #include "comm/process_groups.h"
+#include "config/load.h"
 #include "common/optimizer_test_util.h"
 #include "mpi_gtest_main.h"
 #include "parallel/param_group.h"
@@ -55,7 +56,7 @@ Config run_config(const std::string& dir, bool async) {
   Config cfg;
   cfg.train.out_dir = dir;
   cfg.checkpoint.async = async;
-  cfg.checkpoint.keep = 0;
+  cfg.checkpoint.keep = 100;  // every checkpoint the tests write
   cfg.checkpoint.resume = "auto";
   return cfg;
 }
@@ -126,11 +127,13 @@ INSTANTIATE_TEST_SUITE_P(SyncAndAsync, EveryRankWrites, ::testing::Values(false,
 TEST(DistributedCheckpoint, WholeTensorCheckpointsLoadAtAnySharding) {
   const SharedDir dir;
   const NamedTensors saved = sample();
+  const Config cfg = run_config(dir.str(), false);
   if (world()->rank() == 0) {
     prepare_checkpoint_tmp_dir(dir.str(), 2);
     write_tensor_file(checkpoint_tmp_dir(dir.str(), 2) + "/replicated.h5", saved);
     finalize_checkpoint(dir.str(), 2,
-                        {{"tokens", 0},
+                        {{"config", to_toml(cfg)},
+                         {"tokens", 0},
                          {"best_val_loss", nullptr},
                          {"nonfinite_total", 0},
                          {"nonfinite_in_a_row", 0}},
@@ -138,7 +141,7 @@ TEST(DistributedCheckpoint, WholeTensorCheckpointsLoadAtAnySharding) {
   }
   world()->barrier();
   NamedTensors back = empty_like(saved);
-  RunCheckpointer reader(run_config(dir.str(), false), world(), {});
+  RunCheckpointer reader(cfg, world(), {});
   ASSERT_EQ(reader.restore(ranges(back, world()->size(), world()->rank()))->step, 2);
   for (const auto& [name, t] : saved) {
     const ShardRange r = shard_range(t.numel(), world()->size(), world()->rank());
