@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_io.h"
+#include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
-#include "common/checkpoint_test_util.h"
 #include "convert/dot_moe.h"
 #include "data/batch_loader.h"
 #include "data/data_test_util.h"

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "checkpoint/checkpoint_io.h"
+#include "common/checkpoint_test_util.h"
 #include "common/temp_dir.h"
 #include "config/load.h"
 #include "convert/convert.h"
-#include "common/checkpoint_test_util.h"
 #include "model/model_test_util.h"
 #include "model/transformer.h"
 #include "util/error.h"

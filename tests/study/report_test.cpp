@@ -130,7 +130,8 @@ TEST_F(ReportTest, DownstreamTasksGetATableGapsAndCurves) {
   auto val_csv = [&](const std::string& run, const std::string& first, const std::string& last) {
     write_file(dir / (run + "/val.csv"),
                "step,tokens,val_loss,best_val_loss,task/blimp/acc,task/blimp/bpb\n"
-               "5,640,3.5,3.5," + first + ",2.5\n10,1280,3,3,,\n15,1920,2.9,2.9," + last + ",2\n");
+               "5,640,3.5,3.5," +
+                   first + ",2.5\n10,1280,3,3,,\n15,1920,2.9,2.9," + last + ",2\n");
   };
   val_csv("moe/seed0", "0.5", "0.6");
   val_csv("moe/seed1", "0.5", "0.7");

@@ -86,9 +86,8 @@ TEST(StudySpec, ListEntryKeysInSetAreChecked) {
   const std::string head =
       "[study]\nname = \"x\"\nbase = \"b.toml\"\nseeds = [0]\nout_root = \"/o\"\n"
       "[[variant]]\nname = \"a\"\nset = { ";
-  const StudySpec s =
-      parse_study(head + "\"eval.tasks[1].limit\" = 10, \"data.sources[0].weight\" = 2.0 }\n",
-                  "s.toml");
+  const StudySpec s = parse_study(
+      head + "\"eval.tasks[1].limit\" = 10, \"data.sources[0].weight\" = 2.0 }\n", "s.toml");
   ASSERT_EQ(s.variants[0].set.size(), 2u);
   EXPECT_EQ(s.variants[0].set[0].assignment, "eval.tasks[1].limit=10");
   const std::string msg = error_of(head + "\"eval.tasks[1].limt\" = 10 }\n");

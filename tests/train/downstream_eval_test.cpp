@@ -194,8 +194,8 @@ TEST_F(DownstreamEval, ScoresAreTheSameAtEveryLayout) {
 }
 
 TEST_F(DownstreamEval, TasksOfAnotherTokenizerAreRefusedByName) {
-  ASSERT_EQ(run("zstd -q -d -f " + shared_data_dir() +
-                "/tokenizers/gpt2/tokenizer.json.zst -o " + (kRoot / "gpt2.json").string()),
+  ASSERT_EQ(run("zstd -q -d -f " + shared_data_dir() + "/tokenizers/gpt2/tokenizer.json.zst -o " +
+                (kRoot / "gpt2.json").string()),
             0);
   ASSERT_EQ(run(kBinary + " tasks prep --tokenizer " + (kRoot / "gpt2.json").string() +
                 " --tasks blimp --out " + (kRoot / "gpt2_tasks").string() + " --shared-data " +
