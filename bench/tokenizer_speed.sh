@@ -2,8 +2,9 @@
 # Single-thread MB/s of moelab's tokenizer.json and tiktoken encoders against
 # `tokenizers` (encode_batch) and tiktoken (encode_ordinary), same documents,
 # same 8k byte-level BPE trained in the run; ids are checked identical first.
-# Then the published Llama 3.1, Qwen3 (NFC) and OLMoE (NFC) tokenizer.json
-# files (MOELAB_SHARED_DATA, default ../shared/data) against `tokenizers`.
+# Then published tokenizer.json files (MOELAB_SHARED_DATA, default
+# ../shared/data) against `tokenizers`: Llama 3.1, Qwen3 (NFC) and OLMoE (NFC),
+# or the folders of its tokenizers/ that PUBLISHED names ("all": every one).
 #   bench/tokenizer_speed.sh TEXT_FILE [REPEATS] [BENCH_BINARY]
 # e.g. bench/tokenizer_speed.sh ../shared/data/tinystories/valid-v1-TinyStories-valid-head.txt
 set -euo pipefail
@@ -17,7 +18,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 published=()
-for name in llama3.1-8b-instruct qwen3 olmo-gpt-neox-dolma-v1_5; do
+names=${PUBLISHED:-llama3.1-8b-instruct qwen3 olmo-gpt-neox-dolma-v1_5}
+[[ $names == all ]] && names=$(cd "$shared/tokenizers" && ls -d */ | tr -d /)
+for name in $names; do
   mkdir -p "$work/$name"
   zstd -q -d "$shared/tokenizers/$name/tokenizer.json.zst" -o "$work/$name/tokenizer.json"
   published+=("$work/$name/tokenizer.json")
