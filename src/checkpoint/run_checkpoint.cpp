@@ -62,10 +62,7 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir, int64_t 
 // checkpoint's, RoPE's above all, which shape no tensor the load would check.
 // Only the initialisation's keys and the window (seq_len) may differ.
 void require_same_model(const Config& cfg, const nlohmann::json& meta, const std::string& dir) {
-  if (!meta.contains("config") || !meta["config"].is_string()) {
-    throw InputError(dir + "/meta.json: no \"config\" entry; not a moelab run checkpoint");
-  }
-  Config saved = parse_config(meta["config"].get<std::string>(), dir + "/meta.json");
+  Config saved = saved_run_config(meta, dir);
   Config run = cfg;
   const auto saved_fields = schema(saved), run_fields = schema(run);
   for (size_t i = 0; i < run_fields.size(); ++i) {
@@ -206,6 +203,14 @@ void RunCheckpointer::read(const std::string& dir, const nlohmann::json& meta,
     error = e.what();
   }
   agree_or_throw(*world_, error);
+}
+
+Config saved_run_config(const nlohmann::json& meta, const std::string& dir,
+                        const std::vector<std::string>& overrides) {
+  if (!meta.is_object() || !meta.contains("config") || !meta["config"].is_string()) {
+    throw InputError(dir + "/meta.json: no \"config\" entry; not a moelab run checkpoint");
+  }
+  return parse_config(meta["config"].get<std::string>(), dir + "/meta.json", overrides);
 }
 
 std::optional<TrainState> RunCheckpointer::restore(const TensorParts& parts) {

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/rank_write.h"
 #include "checkpoint/tensor_parts.h"
@@ -42,6 +43,12 @@ struct TrainState {
   int64_t nonfinite_total = 0;
   int64_t nonfinite_in_a_row = 0;
 };
+
+// The config of the run that wrote a checkpoint, as its manifest `meta`
+// records it, with `overrides` applied. InputError naming the checkpoint when
+// the manifest records none (weights written by upcycle, convert or import).
+Config saved_run_config(const nlohmann::json& meta, const std::string& dir,
+                        const std::vector<std::string>& overrides = {});
 
 class RunCheckpointer {
  public:

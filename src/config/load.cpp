@@ -474,11 +474,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return parse_config(buf.str(), path, overrides, world_size);
 }
 
-void validate(const Config& c, int world_size) {
+namespace {
+
+// The [moe] keys against the model and the expert-parallel layout.
+void validate_moe(const Config& c) {
   const auto& m = c.model;
   const auto& e = c.moe;
-  validate_heads(c);
-  validate_rope_scaling(c);
   if (e.enabled) {
     require(c.moe_layers() > 0, c,
             e.first_dense_layers >= m.n_layers ? "moe.first_dense_layers" : "moe.layer_interval",
@@ -508,6 +509,16 @@ void validate(const Config& c, int world_size) {
                 " needs moe.enabled = true (a dense model has no "
                 "experts to split)");
   }
+}
+
+}  // namespace
+
+void validate(const Config& c, int world_size) {
+  const auto& m = c.model;
+  const auto& e = c.moe;
+  validate_heads(c);
+  validate_rope_scaling(c);
+  validate_moe(c);
   require(c.train.activation_checkpointing != ActivationCheckpointing::kMoe || e.enabled, c,
           "train.activation_checkpointing",
           "train.activation_checkpointing = \"moe\" needs moe.enabled = true (a dense model has "

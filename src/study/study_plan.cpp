@@ -98,6 +98,19 @@ std::string hash_runs(const StudyPlan& plan) {
 
 }  // namespace
 
+namespace {
+
+// A run's config lives in its run folder, so the folders it reads must not be
+// relative.
+void make_data_paths_absolute(Config& cfg) {
+  cfg.data.dir = absolute_path(cfg.data.dir);
+  for (auto& source : cfg.data.sources) source.dir = absolute_path(source.dir);
+  for (auto& set : cfg.eval.sets) set.dir = absolute_path(set.dir);
+  for (auto& task : cfg.eval.tasks) task.dir = absolute_path(task.dir);
+}
+
+}  // namespace
+
 StudyPlan plan_study(const StudySpec& spec) {
   StudyPlan plan;
   plan.name = spec.name;
@@ -147,11 +160,7 @@ StudyPlan plan_study(const StudySpec& spec) {
       run.cfg.train.seed = seed;
       run.cfg.train.out_dir = run.dir;
       run.cfg.train.threads = spec.threads;
-      // The run config lives in the run folder, so relative paths must not be.
-      run.cfg.data.dir = absolute_path(run.cfg.data.dir);
-      for (auto& source : run.cfg.data.sources) source.dir = absolute_path(source.dir);
-      for (auto& set : run.cfg.eval.sets) set.dir = absolute_path(set.dir);
-      for (auto& task : run.cfg.eval.tasks) task.dir = absolute_path(task.dir);
+      make_data_paths_absolute(run.cfg);
       try {
         validate(run.cfg, int(spec.ranks));
       } catch (const InputError& e) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint_io.h"
 #include "comm/cuda_device.h"
 #include "comm/process_groups.h"
 #include "config/data_sets.h"
@@ -11,7 +12,6 @@
 #include "parallel/parallel_plan.h"
 #include "train/evaluator.h"
 #include "train/initial_weights.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/stopwatch.h"
 
@@ -25,14 +25,9 @@ struct CheckpointMeta {
 
 // The run's config and step from meta.json (the tensors are checked as they load).
 CheckpointMeta checkpoint_meta(const EvalCheckpointOptions& opts) {
-  const std::string meta_path = opts.checkpoint + "/meta.json";
-  const auto meta =
-      nlohmann::json::parse(read_text_file(meta_path, "checkpoint metadata"), nullptr, false);
-  if (!meta.is_object() || !meta.contains("config") || !meta["config"].is_string()) {
-    throw InputError(meta_path + ": no \"config\" entry; not a moelab run checkpoint");
-  }
-  return {parse_config(meta["config"].get<std::string>(), meta_path,
-                       {"parallel.ep=" + std::to_string(opts.ep), "checkpoint.resume=none"}),
+  const nlohmann::json meta = read_checkpoint_meta(opts.checkpoint);
+  return {saved_run_config(meta, opts.checkpoint,
+                           {"parallel.ep=" + std::to_string(opts.ep), "checkpoint.resume=none"}),
           meta.value("step", int64_t(0))};
 }
 
