@@ -25,10 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "comm/local_communicator.h"
 #include "metrics/mfu.h"
 #include "model/phase_timer.h"
 #include "model/precision.h"
 #include "model/transformer.h"
+#include "train/expert_gemm_choice.h"
 #include "train/optimizer.h"
 #include "util/allocator.h"
 #include "util/memory.h"
@@ -52,7 +54,8 @@ struct Dims {
   int64_t seq = Config().model.seq_len;
 };
 
-Config bench_config(const Shape& shape, const Dims& dims, const std::string& precision) {
+Config bench_config(const Shape& shape, const Dims& dims, const std::string& precision,
+                    ExpertGemm expert_gemm) {
   Config cfg;
   cfg.model.d_model = dims.d_model;
   cfg.model.n_layers = dims.layers;
@@ -68,6 +71,7 @@ Config bench_config(const Shape& shape, const Dims& dims, const std::string& pre
     cfg.model.d_ff = shape.ffn;
   }
   cfg.train.precision = *parse_choice<Precision>(precision);
+  cfg.train.expert_gemm = expert_gemm;
   return cfg;
 }
 
@@ -113,12 +117,27 @@ void print_op_profile(const std::vector<profiler::KinetoEvent>& events, int step
   }
 }
 
-void bench(const Shape& shape, const Dims& dims, const std::string& precision, int steps,
-           int64_t batch, const torch::Device& device, double peak, int profile_top) {
-  const Config cfg = bench_config(shape, dims, precision);
+// The experts' GEMM path as the trainer chooses it at one rank (measured, or
+// forced by --expert-gemm), printed with its reason.
+void choose_path(const Config& cfg, TransformerImpl& model, int64_t tokens,
+                 const torch::Device& device) {
+  const bool bf16 = resolve_precision(cfg.train.precision, device).precision == Precision::kBf16;
+  const auto shape = expert_shape(cfg, 1, bf16 ? torch::kBFloat16 : torch::kFloat, device);
+  LocalCommunicator one_rank;
+  const auto choice = choose_expert_gemm(
+      cfg, model, shape, tokens * cfg.moe.top_k / cfg.moe.num_experts, "", one_rank);
+  if (choice.path != ExpertGemm::kAuto) {
+    fmt::print("    experts' GEMMs: {} ({})\n", choice_name(choice.path), choice.reason);
+  }
+}
+
+// `precision`: as requested (the label says what "auto" ran).
+void bench(const Config& cfg, const std::string& precision, int steps, int64_t batch,
+           const torch::Device& device, double peak, int profile_top) {
   const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
   Transformer model(model_settings(cfg));
   model->to(device);
+  choose_path(cfg, *model, tokens, device);
   NamedParams params;
   for (auto& np : model->named_parameters()) params.emplace_back(np.key(), np.value());
   auto optimizer = make_adamw(params, cfg.optim);
@@ -172,6 +191,8 @@ void bench(const Shape& shape, const Dims& dims, const std::string& precision, i
   const double flops = model_flops_per_token(cfg) * tokens;
   const std::string ran = choice_name(resolve_precision(cfg.train.precision, device).precision);
   const std::string label = precision == ran ? precision : precision + ":" + ran;
+  const Shape shape{cfg.moe.enabled ? cfg.moe.num_experts : 0, cfg.moe.top_k,
+                    cfg.moe.enabled ? cfg.moe.d_expert : cfg.model.d_ff};
   fmt::print("{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
              shape_name(shape), label, tokens / step_s, step_s, 100 * flops / step_s / peak,
              flops / 1e9);
@@ -196,6 +217,7 @@ int main(int argc, char** argv) {
   int64_t batch = 16;
   std::string device_name = "cpu";
   std::vector<std::string> precisions = {"fp32", "auto"};
+  std::string expert_gemm = "auto";
   moelab::Shape one;
   moelab::Dims dims;
   app.add_option("--steps", steps, "timed steps (after two warm-up steps)")
@@ -207,6 +229,8 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precisions, "precisions to run")
       ->check(CLI::IsMember(moelab::choice_names<moelab::Precision>()))
       ->delimiter(',');
+  app.add_option("--expert-gemm", expert_gemm, "the experts' GEMM path (train.expert_gemm)")
+      ->check(CLI::IsMember(moelab::choice_names<moelab::ExpertGemm>()));
   auto* experts = app.add_option("--experts", one.experts, "one shape: experts (0 = dense)")
                       ->check(CLI::NonNegativeNumber);
   app.add_option("--top-k", one.top_k, "experts per token")->check(CLI::PositiveNumber);
@@ -242,7 +266,9 @@ int main(int argc, char** argv) {
       const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
       const bool bf16 =
           moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
-      moelab::bench(shape, dims, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
+      const auto cfg = moelab::bench_config(shape, dims, precision,
+                                            *moelab::parse_choice<moelab::ExpertGemm>(expert_gemm));
+      moelab::bench(cfg, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
                     profile_top);
     }
   }

@@ -31,6 +31,7 @@ nlohmann::json meta_of(const Config& cfg, int world_size, const TrainState& s) {
                                                            : nlohmann::json(nullptr)},
           {"nonfinite_total", s.nonfinite_total},
           {"nonfinite_in_a_row", s.nonfinite_in_a_row},
+          {"expert_gemm", s.expert_gemm},
           {"world_size", world_size},
           {"ep", cfg.parallel.ep},
           {"shard_optimizer", cfg.parallel.shard_optimizer},
@@ -52,6 +53,7 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir, int64_t 
     if (!meta.at("best_val_loss").is_null()) s.best_val_loss = meta["best_val_loss"].get<double>();
     s.nonfinite_total = meta.at("nonfinite_total").get<int64_t>();
     s.nonfinite_in_a_row = meta.at("nonfinite_in_a_row").get<int64_t>();
+    s.expert_gemm = meta.value("expert_gemm", "");
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(dir + "/meta.json: incomplete checkpoint metadata (" + e.what() + ")");

@@ -42,6 +42,9 @@ struct TrainState {
   double best_val_loss = std::numeric_limits<double>::infinity();
   int64_t nonfinite_total = 0;
   int64_t nonfinite_in_a_row = 0;
+  // The path the routed experts' GEMMs ran (train.expert_gemm's spelling; ""
+  // without routed experts or in a checkpoint from before the choice).
+  std::string expert_gemm;
 };
 
 // The config of the run that wrote a checkpoint, as its manifest `meta`

@@ -32,6 +32,9 @@ enum class BalanceStats { kGlobal, kMicroBatch };
 enum class TrainDevice { kCpu, kCuda };
 // train.precision: kAuto resolves per device (model/precision.h) to kFp32 or kBf16.
 enum class Precision { kAuto, kFp32, kBf16 };
+// train.expert_gemm: how the routed experts' GEMMs run (model/expert_gemm.h):
+// measured at start (kAuto), or one path forced.
+enum class ExpertGemm { kAuto, kGrouped, kGroupedAvx512, kPerExpert, kPadded };
 // train.profile_ranks: the ranks that write a profiler trace.
 enum class ProfileRanks { kRank0, kAll };
 // train.activation_checkpointing: what a block recomputes in backward instead of keeping.
@@ -105,6 +108,14 @@ template <>
 struct ChoiceNames<Precision> {
   static constexpr Named<Precision> names[] = {
       {Precision::kAuto, "auto"}, {Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}};
+};
+template <>
+struct ChoiceNames<ExpertGemm> {
+  static constexpr Named<ExpertGemm> names[] = {{ExpertGemm::kAuto, "auto"},
+                                                {ExpertGemm::kGrouped, "grouped"},
+                                                {ExpertGemm::kGroupedAvx512, "grouped_avx512"},
+                                                {ExpertGemm::kPerExpert, "per_expert"},
+                                                {ExpertGemm::kPadded, "padded"}};
 };
 template <>
 struct ChoiceNames<ProfileRanks> {

@@ -118,7 +118,8 @@ struct DataConfig {
 struct TrainConfig {
   int64_t seed = 0;
   TrainDevice device = TrainDevice::kCpu;
-  Precision precision = Precision::kAuto;  // model/precision.h
+  Precision precision = Precision::kAuto;      // model/precision.h
+  ExpertGemm expert_gemm = ExpertGemm::kAuto;  // model/expert_gemm.h
   int64_t max_steps = 1000;
   double compute_budget = 0;        // training FLOPs; > 0 sets max_steps (apply_compute_budget)
   int64_t batch_seqs = 16;          // global batch in sequences (used when batch_tokens = 0)

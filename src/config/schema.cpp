@@ -311,6 +311,8 @@ std::vector<Field> train_fields(TrainConfig& t) {
       choice("train.device", &t.device, "where tensors live"),
       choice("train.precision", &t.precision,
              "compute precision; auto = bf16 where bf16 matmul is native (CUDA, AMX, AVX512-BF16)"),
+      choice("train.expert_gemm", &t.expert_gemm,
+             "routed experts' GEMMs: auto = the fastest path measured at start, or one forced"),
       integer("train.max_steps", &t.max_steps, 1, "optimizer steps"),
       real("train.compute_budget", &t.compute_budget, 0, false,
            "training FLOPs; > 0 sets max_steps = budget / (FLOPs per token x batch tokens)"),

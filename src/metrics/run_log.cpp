@@ -33,7 +33,8 @@ nlohmann::json rank_places(Communicator& world) {
 }
 
 void write_run_files(const Config& cfg, const ProcessGroups& groups,
-                     const PrecisionChoice& precision, const nlohmann::json& places) {
+                     const PrecisionChoice& precision, const ExpertGemmChoice& expert_gemm,
+                     const nlohmann::json& places) {
   std::filesystem::create_directories(cfg.train.out_dir);
   write_file_durably(cfg.train.out_dir + "/config.resolved.toml",
                      "# moelab " + std::string(git_commit()) + ", resolved from " + cfg.source +
@@ -48,6 +49,10 @@ void write_run_files(const Config& cfg, const ProcessGroups& groups,
                         {"threads_per_rank", torch::get_num_threads()},
                         {"precision", choice_name(precision.precision)},
                         {"precision_reason", precision.reason}};
+  if (expert_gemm.path != ExpertGemm::kAuto) {
+    run["expert_gemm"] = choice_name(expert_gemm.path);
+    run["expert_gemm_reason"] = expert_gemm.reason;
+  }
   write_file_durably(cfg.train.out_dir + "/run.json", run.dump(2) + "\n");
 }
 

@@ -8,6 +8,7 @@
 
 #include "comm/process_groups.h"
 #include "config/config.h"
+#include "model/expert_gemm.h"
 #include "model/moe_layer.h"
 #include "model/precision.h"
 
@@ -19,9 +20,10 @@ namespace moelab {
 nlohmann::json rank_places(Communicator& world);
 
 // config.resolved.toml (with the commit) and run.json (commit, world layout,
-// where each rank runs, threads, precision and why).
+// where each rank runs, threads, precision and the experts' GEMM path, and why).
 void write_run_files(const Config& cfg, const ProcessGroups& groups,
-                     const PrecisionChoice& precision, const nlohmann::json& places);
+                     const PrecisionChoice& precision, const ExpertGemmChoice& expert_gemm,
+                     const nlohmann::json& places);
 
 // Per-layer expert load (each expert's share of assignments), its max/mean,
 // drop fraction and router entropy, averaged over every rank (collective over

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/grouped_matmul.h"
 #include "kernels/swiglu.h"
 #include "model/swiglu.h"
 #include "util/error.h"
@@ -90,28 +89,34 @@ void ExpertsImpl::check_groups(const DispatchedTokens& dispatched) const {
   }
 }
 
+ExpertShape ExpertsImpl::shape(torch::ScalarType dtype, const torch::Device& device) const {
+  ExpertShape shape{
+      stacks_.front()->w2.size(1), {}, static_cast<int64_t>(slots_.size()), dtype, device};
+  for (const auto& stack : stacks_) shape.widths.push_back(stack->width());
+  return shape;
+}
+
+bool ExpertsImpl::padding_is_bounded(const DispatchedTokens& dispatched) const {
+  const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
+  return static_cast<int64_t>(slots_.size()) * largest <= 4 * dispatched.tokens.size(0);
+}
+
 torch::Tensor ExpertsImpl::forward(const DispatchedTokens& dispatched) {
-  const auto dtype = dispatched.tokens.scalar_type();
-  if (stacks_.size() != 1 || (dtype != torch::kBFloat16 && dtype != torch::kFloat)) {
-    return forward_each(dispatched);
-  }
-  const int64_t d = stacks_.front()->w2.size(1), hidden = stacks_.front()->width();
-  if (dispatched.tokens.is_cpu()) {
-    if (grouped_matmul_has_cpu_kernel(dtype) && d % 16 == 0 && hidden % 16 == 0) {
+  const ExpertShape shape =
+      this->shape(dispatched.tokens.scalar_type(), dispatched.tokens.device());
+  const ExpertGemm path = can_run(path_, shape) ? path_ : rule_path(shape);
+  switch (path) {
+    case ExpertGemm::kGrouped:
       return forward_grouped(dispatched);
-    }
-    if (dtype == torch::kFloat) return forward_each(dispatched);
-    // Bounded padding: an expert holding most tokens would multiply the work.
-    const int64_t largest = *std::max_element(dispatched.counts.begin(), dispatched.counts.end());
-    const auto experts = static_cast<int64_t>(slots_.size());
-    if (experts * largest <= 4 * dispatched.tokens.size(0)) return forward_padded(dispatched);
+    case ExpertGemm::kGroupedAvx512:
+      return forward_grouped(dispatched, CpuTiles::kAvx512Dot);
+    case ExpertGemm::kPadded:
+      // An expert holding most tokens would multiply the work.
+      if (padding_is_bounded(dispatched)) return forward_padded(dispatched);
+      return forward_each(dispatched);
+    default:
+      return forward_each(dispatched);
   }
-  // _grouped_mm wants every row of every operand 16-byte aligned (fp32 on a
-  // GPU keeps cuBLAS's per-expert GEMMs).
-  if (dtype == torch::kBFloat16 && d % 8 == 0 && hidden % 8 == 0) {
-    return forward_grouped(dispatched);
-  }
-  return forward_each(dispatched);
 }
 
 torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
@@ -139,12 +144,12 @@ torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
   return torch::cat(outputs, 0);
 }
 
-torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched) {
+torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched, CpuTiles tiles) {
   check_groups(dispatched);
   const auto& x = dispatched.tokens;
   const auto w = gemm_weights(stacks_.at(0), x.scalar_type());
-  return grouped_matmul(swiglu(grouped_matmul(x, w.gate_up, dispatched.counts)), w.down,
-                        dispatched.counts);
+  return grouped_matmul(swiglu(grouped_matmul(x, w.gate_up, dispatched.counts, tiles)), w.down,
+                        dispatched.counts, tiles);
 }
 
 torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {

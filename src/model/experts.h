@@ -12,17 +12,9 @@
 // max/mean width, and the padding would need masking in init, weight decay and
 // gradient norms; per-width stacks hold nothing but real weights.
 //
-// In bf16 the experts run as grouped matmuls: one call per weight over every
-// expert's rows, no padding (kernels/grouped_matmul.h). On CUDA that is
-// LibTorch's _grouped_mm, which replaces 3 x E small kernels by 2. On a CPU with
-// AVX512-BF16 it is moelab's own kernel, on AMX tiles where the CPU has them.
-// 64 experts x 128, top-8, against the padded batched matmuls it replaced: 2x
-// the step's tokens/s on an AMD EPYC (AVX512-BF16), 2.0-2.2x on an Intel Xeon
-// with AMX, where oneDNN ran the batched matmuls at a quarter of its AMX peak.
-// A CPU without native bf16 runs the padded batched matmuls, unless padding
-// would more than quadruple the rows. fp32 (whose batched matmul measured
-// slower than one GEMM per expert on the CPU), experts of different widths
-// and widths not a multiple of 8 run one expert at a time.
+// Which GEMMs run them (grouped kernels, LibTorch's GEMM per expert or padded
+// and batched) is a path of model/expert_gemm.h: the trainer sets the one it
+// measured fastest; a model outside the trainer takes rule_path's.
 #pragma once
 
 #include <torch/torch.h>
@@ -30,6 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
+#include "kernels/grouped_matmul.h"
+#include "model/expert_gemm.h"
 #include "model/token_dispatcher.h"
 
 namespace moelab {
@@ -67,12 +62,16 @@ class ExpertsImpl : public torch::nn::Module {
               const std::vector<int64_t>& global_ids);
   // Rows grouped by local expert (as a dispatcher returns them); outputs stay
   // in the same row order. Experts that got no rows still take part, so every
-  // expert has a (zero) gradient.
+  // expert has a (zero) gradient. Runs the path set_path chose where it can
+  // run the tokens' dtype and device, else rule_path's.
   torch::Tensor forward(const DispatchedTokens& dispatched);
+  void set_path(ExpertGemm path) { path_ = path; }
+  ExpertShape shape(torch::ScalarType dtype, const torch::Device& device) const;
   // The same, one expert at a time: the reference for the grouped path.
   torch::Tensor forward_each(const DispatchedTokens& dispatched);
   // The same as grouped matmuls (experts of one width).
-  torch::Tensor forward_grouped(const DispatchedTokens& dispatched);
+  torch::Tensor forward_grouped(const DispatchedTokens& dispatched,
+                                CpuTiles tiles = CpuTiles::kBest);
   // The same as batched matmuls over [E, rows of the largest group, d], the
   // other groups padded with zero rows (experts of one width).
   torch::Tensor forward_padded(const DispatchedTokens& dispatched);
@@ -92,10 +91,13 @@ class ExpertsImpl : public torch::nn::Module {
   };
 
   void check_groups(const DispatchedTokens& dispatched) const;
+  // Whether padding every group to the largest at most quadruples the rows.
+  bool padding_is_bounded(const DispatchedTokens& dispatched) const;
 
   std::vector<int64_t> global_ids_;
   std::vector<ExpertStack> stacks_;
   std::vector<Slot> slots_;  // by local expert
+  ExpertGemm path_ = ExpertGemm::kAuto;
 };
 TORCH_MODULE(Experts);
 

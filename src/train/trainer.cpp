@@ -14,6 +14,7 @@
 #include "metrics/run_log.h"
 #include "metrics/step_phases.h"
 #include "train/evaluator.h"
+#include "train/expert_gemm_choice.h"
 #include "train/initial_weights.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -77,6 +78,7 @@ Trainer::Trainer(const Config& cfg)
   setup_data();
   setup_model();
   resume_or_init();
+  choose_expert_gemm();
   if (rank_ == 0) open_logs(places);
 }
 
@@ -142,8 +144,23 @@ void Trainer::resume_or_init() {
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
 }
 
+void Trainer::choose_expert_gemm() {
+  const auto dtype = precision_.precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
+  const int64_t ep = plan_.groups().ep_size;
+  // Balanced routing: each expert's rows come from the ep ranks that share it.
+  const int64_t rows_per_expert = std::max<int64_t>(
+      1, micro_seqs_ * cfg_.model.seq_len * cfg_.moe.top_k * ep / cfg_.moe.num_experts);
+  expert_gemm_ = moelab::choose_expert_gemm(cfg_, *model_, expert_shape(cfg_, ep, dtype, device_),
+                                            rows_per_expert, state_.expert_gemm, plan_.control());
+  if (expert_gemm_.path == ExpertGemm::kAuto) return;
+  state_.expert_gemm = choice_name(expert_gemm_.path);
+  if (rank_ == 0) {
+    spdlog::info("experts' GEMMs: {} ({})", state_.expert_gemm, expert_gemm_.reason);
+  }
+}
+
 void Trainer::open_logs(const nlohmann::json& places) {
-  write_run_files(cfg_, plan_.groups(), precision_, places);
+  write_run_files(cfg_, plan_.groups(), precision_, expert_gemm_, places);
   metrics_ = std::make_unique<MetricsLog>(cfg_.train.out_dir, resumed_step_);
   // Named columns only where the config names its sets: other runs keep the plain val.csv.
   std::vector<std::string> set_columns;

@@ -81,6 +81,7 @@ class Trainer {
   void setup_data();
   void setup_model();
   void resume_or_init();
+  void choose_expert_gemm();
   void open_logs(const nlohmann::json& places);
 
   StepResult train_step();
@@ -118,6 +119,7 @@ class Trainer {
   int rank_, world_size_;
   torch::Device device_;
   PrecisionChoice precision_;
+  ExpertGemmChoice expert_gemm_;
   int64_t batch_seqs_ = 0, local_seqs_ = 0, micro_seqs_ = 0;
   std::unique_ptr<BatchLoader> loader_;
   std::vector<std::string> source_names_;  // the mixture's, in loader order

@@ -1,12 +1,14 @@
-// The grouped (moelab's kernels on a CPU with AVX512-BF16 or AVX-512F,
-// _grouped_mm elsewhere) and padded experts against one expert at a time: values and every
-// gradient, with empty and uneven groups, on the CPU and (where present) CUDA.
+// Every path of the experts' GEMMs (model/expert_gemm.h) that runs on this CPU
+// against one expert at a time in float64: values and every gradient, with
+// empty and uneven groups, on the CPU and (where present) CUDA; and which path
+// forward() takes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
+#include "model/expert_gemm.h"
 #include "model/experts.h"
 #include "model/swiglu.h"
 
@@ -23,68 +25,108 @@ void init_weights(Experts& experts) {
   for (auto& p : experts->parameters()) p.normal_(0.0, 0.5);
 }
 
-enum class Path { kEach, kGrouped, kPadded };
-
-Result run(Experts& experts, const DispatchedTokens& in, Path path) {
+// `rounding`: the dtype the output's cotangent is rounded to (the path's), so
+// that the float64 reference gets the very same one.
+Result run(Experts& experts, const DispatchedTokens& in, ExpertGemm path,
+           c10::ScalarType rounding) {
   experts->zero_grad();
+  experts->set_path(path);
   DispatchedTokens d{in.tokens.detach().clone().requires_grad_(true), in.counts};
-  const auto out = path == Path::kGrouped  ? experts->forward_grouped(d)
-                   : path == Path::kPadded ? experts->forward_padded(d)
-                                           : experts->forward_each(d);
+  const auto out = experts->forward(d);
   // A weighted sum, so every output element has its own gradient.
-  (out * torch::arange(out.numel(), out.options()).view(out.sizes()).cos()).sum().backward();
-  Result r{out.detach().to(torch::kFloat32), d.tokens.grad().to(torch::kFloat32), {}};
+  const auto weights = torch::arange(out.numel(), torch::kDouble).cos().to(rounding);
+  (out * weights.to(out.options()).view(out.sizes())).sum().backward();
+  Result r{out.detach().to(torch::kDouble), d.tokens.grad().to(torch::kDouble), {}};
   // One gradient per expert and matrix: the rows of the stacks' gradients.
   for (const auto& p : experts->parameters()) {
-    for (const auto& row : p.grad().unbind(0)) r.weight_grads.push_back(row.clone());
+    for (const auto& row : p.grad().unbind(0)) r.weight_grads.push_back(row.to(torch::kDouble));
   }
   return r;
 }
 
-// Both paths multiply the same bf16 numbers; only the summation order (and so
-// the last bf16 bit) may differ.
-void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::string& what) {
+// bf16 rounds the inputs, weights and products' sums; fp32 only the sums.
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
+                  const std::string& what) {
   const double scale = b.abs().max().item<double>();
-  EXPECT_LE((a - b).abs().max().item<double>(), 1e-2 * scale + 1e-6) << what;
+  const double tolerance = dtype == torch::kBFloat16 ? 2e-2 : 1e-5;
+  EXPECT_LE((a - b).abs().max().item<double>(), tolerance * scale + 1e-6) << what;
 }
 
-void expect_path_equals_each(Path path, const torch::Device& device, c10::ScalarType dtype) {
+void expect_path_equals_reference(ExpertGemm path, const torch::Device& device,
+                                  c10::ScalarType dtype) {
+  SCOPED_TRACE(choice_name(path) + " in " + c10::toString(dtype));
   torch::manual_seed(3);
   // Widths that are multiples of 16 take moelab's CPU kernel where the CPU has one.
   Experts experts(32, 16, std::vector<int64_t>{4, 9, 2, 7});
   init_weights(experts);
+  Experts reference(32, 16, std::vector<int64_t>{4, 9, 2, 7});
+  reference->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < experts->parameters().size(); ++i) {
+      reference->parameters()[i].copy_(experts->parameters()[i]);
+    }
+  }
   experts->to(device);
   for (const std::vector<int64_t>& counts :
        {std::vector<int64_t>{3, 0, 5, 1}, {2, 2, 2, 2}, {0, 0, 4, 0}}) {
     int64_t rows = 0;
     for (int64_t c : counts) rows += c;
-    const DispatchedTokens in{torch::randn({rows, 32}).to(device, dtype), counts};
-    const Result each = run(experts, in, Path::kEach);
-    const Result grouped = run(experts, in, path);
-    expect_close(grouped.out, each.out, "output");
-    expect_close(grouped.input_grad, each.input_grad, "input gradient");
-    ASSERT_EQ(grouped.weight_grads.size(), 12u);
-    for (size_t i = 0; i < each.weight_grads.size(); ++i) {
-      expect_close(grouped.weight_grads[i], each.weight_grads[i],
+    // The reference multiplies the very numbers the path gets (bf16 inputs included).
+    const auto x = torch::randn({rows, 32}).to(dtype);
+    const Result expected =
+        run(reference, {x.to(torch::kDouble), counts}, ExpertGemm::kPerExpert, dtype);
+    const Result got = run(experts, {x.to(device), counts}, path, dtype);
+    expect_close(got.out, expected.out, dtype, "output");
+    expect_close(got.input_grad, expected.input_grad, dtype, "input gradient");
+    ASSERT_EQ(got.weight_grads.size(), 12u);
+    for (size_t i = 0; i < expected.weight_grads.size(); ++i) {
+      expect_close(got.weight_grads[i].cpu(), expected.weight_grads[i], dtype,
                    "gradient of parameter " + std::to_string(i));
     }
   }
 }
 
-TEST(Experts, GroupedEqualsOneExpertAtATime) {
-  expect_path_equals_each(Path::kGrouped, torch::kCPU, torch::kBFloat16);
-  expect_path_equals_each(Path::kGrouped, torch::kCPU, torch::kFloat32);
+ExpertShape cpu_shape(c10::ScalarType dtype, int64_t width = 16) {
+  return {32, {width}, 4, dtype, torch::kCPU};
 }
 
-TEST(Experts, PaddedEqualsOneExpertAtATime) {
-  expect_path_equals_each(Path::kPadded, torch::kCPU, torch::kBFloat16);
-  expect_path_equals_each(Path::kPadded, torch::kCPU, torch::kFloat32);
+TEST(Experts, EveryPathThisCpuRunsMatchesTheFloat64Reference) {
+  for (const auto dtype : {torch::kBFloat16, torch::kFloat32}) {
+    const auto paths = runnable_paths(cpu_shape(dtype));
+    EXPECT_GE(paths.size(), 2u) << "per_expert and padded run everywhere";
+    for (ExpertGemm path : paths) expect_path_equals_reference(path, torch::kCPU, dtype);
+  }
 }
 
 // LibTorch's CUDA grouped GEMM is a different kernel from the CPU's loop over groups.
 TEST(Experts, GroupedEqualsOneExpertAtATimeOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  expect_path_equals_each(Path::kGrouped, torch::kCUDA, torch::kBFloat16);
+  for (ExpertGemm path : {ExpertGemm::kGrouped, ExpertGemm::kPadded}) {
+    expect_path_equals_reference(path, torch::kCUDA, torch::kBFloat16);
+  }
+}
+
+// The autograd node that made the output tells which path ran.
+std::string last_node(Experts& experts, ExpertGemm path, c10::ScalarType dtype) {
+  experts->set_path(path);
+  const DispatchedTokens in{torch::randn({8, 32}).to(dtype).requires_grad_(), {2, 2, 2, 2}};
+  return experts->forward(in).grad_fn()->name();
+}
+
+TEST(Experts, ForwardRunsThePathItWasGivenWhereThatPathRuns) {
+  Experts experts(32, 16, std::vector<int64_t>{0, 1, 2, 3});
+  EXPECT_EQ(last_node(experts, ExpertGemm::kPerExpert, torch::kFloat), "CatBackward0");
+  EXPECT_EQ(last_node(experts, ExpertGemm::kPadded, torch::kFloat), "IndexSelectBackward0");
+  if (can_run(ExpertGemm::kGrouped, cpu_shape(torch::kFloat))) {
+    const std::string grouped = last_node(experts, ExpertGemm::kGrouped, torch::kFloat);
+    EXPECT_NE(grouped, "CatBackward0");
+    EXPECT_NE(grouped, "IndexSelectBackward0");
+  }
+  // A path that cannot run the tokens' dtype gives way to rule_path's.
+  const auto rule = rule_path(cpu_shape(torch::kDouble));
+  EXPECT_EQ(rule, ExpertGemm::kPerExpert);
+  EXPECT_EQ(last_node(experts, ExpertGemm::kPadded, torch::kDouble), "CatBackward0");
 }
 
 TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
@@ -92,7 +134,7 @@ TEST(Experts, EmptyExpertsGetZeroGradientsFromTheGroupedPath) {
   Experts experts(16, 16, std::vector<int64_t>{0, 1});
   init_weights(experts);
   const DispatchedTokens in{torch::randn({3, 16}).to(torch::kBFloat16), {3, 0}};
-  const Result r = run(experts, in, Path::kGrouped);
+  const Result r = run(experts, in, ExpertGemm::kGrouped, torch::kBFloat16);
   const auto params = experts->named_parameters();
   for (const auto& stacked : experts->stacked_params()) {
     for (size_t row = 0; row < stacked.row_names.size(); ++row) {

@@ -342,6 +342,52 @@ TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
       << last_log();
 }
 
+nlohmann::json read_json(const fs::path& path) {
+  return nlohmann::json::parse(std::ifstream(path));
+}
+
+// train.expert_gemm = "auto": the path is measured, logged, recorded in run.json
+// and the checkpoint, and a resume runs the path its checkpoint records (here
+// one other than the measured, written into it) without measuring again.
+TEST_F(TrainerE2E, TheExpertsGemmPathIsMeasuredRecordedAndKeptOnResume) {
+  const std::string sets =
+      "--set moe.enabled=true --set train.max_steps=4 --set eval.interval=0 "
+      "--set checkpoint.interval=2 --set checkpoint.keep=5";
+  ASSERT_EQ(run(train("gemm", sets)), 0) << last_log();
+  const auto record = read_json(kRoot / "gemm" / "run.json");
+  const std::string measured = record.at("expert_gemm");
+  EXPECT_EQ(record.at("expert_gemm_reason").get<std::string>().rfind("measured on rank 0", 0), 0u)
+      << record.dump();
+  EXPECT_NE(last_log().find("experts' GEMMs: " + measured), std::string::npos) << last_log();
+  const fs::path meta = kRoot / "gemm" / "checkpoints" / "step_00000002" / "meta.json";
+  EXPECT_EQ(read_json(meta).at("expert_gemm"), measured);
+
+  fs::copy(kRoot / "gemm", kRoot / "gemm_kept", fs::copy_options::recursive);
+  fs::remove_all(kRoot / "gemm_kept" / "checkpoints" / "step_00000004");
+  fs::remove(kRoot / "gemm_kept" / "DONE");
+  const fs::path kept_meta = kRoot / "gemm_kept" / "checkpoints" / "step_00000002" / "meta.json";
+  auto j = read_json(kept_meta);
+  const std::string other = measured == "per_expert" ? "padded" : "per_expert";
+  j["expert_gemm"] = other;
+  std::ofstream(kept_meta) << j.dump();
+  ASSERT_EQ(run(train("gemm_kept", sets + " --resume auto")), 0) << last_log();
+  expect_resumed("gemm_kept", 2, "gemm");
+  const auto kept = read_json(kRoot / "gemm_kept" / "run.json");
+  EXPECT_EQ(kept.at("expert_gemm"), other);
+  EXPECT_EQ(kept.at("expert_gemm_reason"), "as the checkpoint resumed from ran");
+  expect_close(train_losses(kRoot / "gemm_kept"), train_losses(kRoot / "gemm"), 1e-5);
+}
+
+TEST_F(TrainerE2E, AForcedExpertsGemmPathThatCannotRunIsRefusedByName) {
+  ASSERT_EQ(WEXITSTATUS(run(train("gemm_refused",
+                                  "--set moe.enabled=true --set moe.d_expert=24 "
+                                  "--set train.max_steps=2 --set train.expert_gemm=grouped"))),
+            2);
+  EXPECT_NE(last_log().find("train.expert_gemm = \"grouped\" cannot run"), std::string::npos)
+      << last_log();
+  EXPECT_NE(last_log().find("4 experts of width 24"), std::string::npos) << last_log();
+}
+
 TEST_F(TrainerE2E, RepeatedTextOverfits) {
   ASSERT_EQ(run(train("overfit", "--set train.max_steps=50 --set eval.interval=25")), 0);
   auto losses = train_losses(kRoot / "overfit");

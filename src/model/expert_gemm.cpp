@@ -1,0 +1,134 @@
+#include "model/expert_gemm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "kernels/grouped_matmul.h"
+#include "model/experts.h"
+
+namespace moelab {
+namespace {
+
+bool tiles_fit(const ExpertShape& shape, int64_t multiple) {
+  return shape.d_model % multiple == 0 && shape.widths.front() % multiple == 0;
+}
+
+bool grouped_runs(const ExpertShape& shape) {
+  if (shape.device.is_cpu()) {
+    return grouped_matmul_has_cpu_kernel(shape.dtype) && tiles_fit(shape, 16);
+  }
+  // _grouped_mm wants every row of every operand 16-byte aligned (fp32 on a
+  // GPU keeps cuBLAS's per-expert GEMMs).
+  return shape.dtype == torch::kBFloat16 && tiles_fit(shape, 8);
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+double seconds_of_forward_backward(ExpertsImpl& experts, const DispatchedTokens& dispatched) {
+  synchronize(dispatched.tokens.device());
+  const auto start = std::chrono::steady_clock::now();
+  experts.forward(dispatched).sum().backward();
+  synchronize(dispatched.tokens.device());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Routing is never even: the groups run from half the mean to 1.5 times it, as
+// an early step's might, so that the padded path pays for its padding.
+std::vector<int64_t> uneven_counts(int64_t experts, int64_t mean) {
+  std::vector<int64_t> counts;
+  for (int64_t e = 0; e < experts; ++e) {
+    const double spread = experts > 1 ? double(e) / double(experts - 1) - 0.5 : 0.0;
+    counts.push_back(std::max<int64_t>(1, std::llround(double(mean) * (1.0 + spread))));
+  }
+  return counts;
+}
+
+}  // namespace
+
+bool can_run(ExpertGemm path, const ExpertShape& shape) {
+  if (path == ExpertGemm::kPerExpert) return true;
+  const bool one_float_stack =
+      shape.widths.size() == 1 && (shape.dtype == torch::kBFloat16 || shape.dtype == torch::kFloat);
+  if (!one_float_stack) return false;
+  switch (path) {
+    case ExpertGemm::kGrouped:
+      return grouped_runs(shape);
+    case ExpertGemm::kGroupedAvx512:
+      return shape.device.is_cpu() && shape.dtype == torch::kBFloat16 && grouped_matmul_has_amx() &&
+             tiles_fit(shape, 16);
+    case ExpertGemm::kPadded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<ExpertGemm> runnable_paths(const ExpertShape& shape) {
+  std::vector<ExpertGemm> paths;
+  for (const auto& named : ChoiceNames<ExpertGemm>::names) {
+    if (can_run(named.value, shape)) paths.push_back(named.value);
+  }
+  return paths;
+}
+
+ExpertGemm rule_path(const ExpertShape& shape) {
+  if (can_run(ExpertGemm::kGrouped, shape)) return ExpertGemm::kGrouped;
+  const bool cpu_bf16 = shape.device.is_cpu() && shape.dtype == torch::kBFloat16;
+  if (cpu_bf16 && can_run(ExpertGemm::kPadded, shape)) return ExpertGemm::kPadded;
+  return ExpertGemm::kPerExpert;
+}
+
+std::vector<PathTiming> time_expert_paths(const ExpertShape& shape, int64_t rows_per_expert,
+                                          int repeats) {
+  std::vector<int64_t> ids(static_cast<size_t>(shape.experts));
+  std::iota(ids.begin(), ids.end(), 0);
+  Experts experts(shape.d_model, shape.widths.front(), ids);
+  experts->to(shape.device);
+  for (auto& p : experts->parameters()) torch::nn::init::normal_(p, 0.0, 0.02);
+  const auto options = torch::TensorOptions().dtype(shape.dtype).device(shape.device);
+  DispatchedTokens dispatched;
+  dispatched.counts = uneven_counts(shape.experts, rows_per_expert);
+  const int64_t rows = std::accumulate(dispatched.counts.begin(), dispatched.counts.end(), 0L);
+  dispatched.tokens = torch::randn({rows, shape.d_model}, options).requires_grad_();
+  std::vector<PathTiming> timings;
+  for (ExpertGemm path : runnable_paths(shape)) {
+    experts->set_path(path);
+    seconds_of_forward_backward(*experts, dispatched);  // warm-up: packing, allocator, oneDNN
+    double best = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < repeats; ++r) {
+      best = std::min(best, seconds_of_forward_backward(*experts, dispatched));
+    }
+    timings.push_back({path, best});
+  }
+  return timings;
+}
+
+ExpertGemm fastest_path(const std::vector<PathTiming>& timings, ExpertGemm incumbent) {
+  const auto fastest = std::min_element(
+      timings.begin(), timings.end(),
+      [](const PathTiming& a, const PathTiming& b) { return a.seconds < b.seconds; });
+  if (fastest == timings.end()) return incumbent;
+  for (const auto& t : timings) {
+    if (t.path == incumbent && fastest->seconds * 1.1 > t.seconds) return incumbent;
+  }
+  return fastest->path;
+}
+
+std::string describe(const std::vector<PathTiming>& timings) {
+  std::string out;
+  for (const auto& t : timings) {
+    out += fmt::format("{}{} {:.3f} ms", out.empty() ? "" : ", ", choice_name(t.path),
+                       1e3 * t.seconds);
+  }
+  return out;
+}
+
+}  // namespace moelab
