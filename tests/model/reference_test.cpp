@@ -69,6 +69,9 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"first_dense_layers", cfg.moe.first_dense_layers},
             {"layer_interval", cfg.moe.layer_interval},
             {"route_scale", cfg.moe.route_scale},
+            {"n_groups", cfg.moe.n_groups},
+            {"topk_groups", cfg.moe.topk_groups},
+            {"group_score", choice_name(cfg.moe.group_score)},
             {"capacity_factor", cfg.moe.capacity_factor},
             {"drop_policy", choice_name(cfg.moe.drop_policy)},
             {"balance", choice_name(cfg.moe.balance)},
@@ -218,6 +221,33 @@ TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
   cfg.moe.score = Score::kSigmoid;
   cfg.moe.gate = Gate::kFullSoftmax;
   cfg.moe.balance = Balance::kAuxFree;
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V3's group-limited routing: 8 experts in 4 groups, top-2 among the
+// best 2 groups by the sum of their two best biased sigmoid scores.
+TEST(Reference, MoeGroupLimitedSigmoidWithAuxFreeBias) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_experts = 8;
+  cfg.moe.d_expert = 4;
+  cfg.moe.score = Score::kSigmoid;
+  cfg.moe.balance = Balance::kAuxFree;
+  cfg.moe.n_groups = 4;
+  cfg.moe.topk_groups = 2;
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V2's: softmax scores, groups by their best, with a Switch loss and
+// capacity drops.
+TEST(Reference, MoeGroupLimitedSoftmaxByGroupMaxWithCapacity) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_experts = 6;
+  cfg.moe.d_expert = 4;
+  cfg.moe.top_k = 3;
+  cfg.moe.n_groups = 3;
+  cfg.moe.topk_groups = 2;
+  cfg.moe.group_score = GroupScore::kMax;
+  cfg.moe.capacity_factor = 0.75;
   expect_matches_reference(cfg);
 }
 
