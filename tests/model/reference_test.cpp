@@ -224,28 +224,30 @@ TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
   expect_matches_reference(cfg);
 }
 
-// DeepSeek-V3's group-limited routing: 8 experts in 4 groups, top-2 among the
-// best 2 groups by the sum of their two best biased sigmoid scores.
-TEST(Reference, MoeGroupLimitedSigmoidWithAuxFreeBias) {
+// Group-limited routing: top_k experts among the best 2 of n_groups groups of
+// 2 experts each.
+Config group_limited_config(int64_t n_groups, int64_t top_k) {
   Config cfg = testing::tiny_config(true);
-  cfg.moe.num_experts = 8;
+  cfg.moe.num_experts = 2 * n_groups;
   cfg.moe.d_expert = 4;
+  cfg.moe.top_k = top_k;
+  cfg.moe.n_groups = n_groups;
+  cfg.moe.topk_groups = 2;
+  return cfg;
+}
+
+// DeepSeek-V3's: groups by the sum of their two best biased sigmoid scores.
+TEST(Reference, MoeGroupLimitedSigmoidWithAuxFreeBias) {
+  Config cfg = group_limited_config(4, 2);
   cfg.moe.score = Score::kSigmoid;
   cfg.moe.balance = Balance::kAuxFree;
-  cfg.moe.n_groups = 4;
-  cfg.moe.topk_groups = 2;
   expect_matches_reference(cfg);
 }
 
 // DeepSeek-V2's: softmax scores, groups by their best, with a Switch loss and
 // capacity drops.
 TEST(Reference, MoeGroupLimitedSoftmaxByGroupMaxWithCapacity) {
-  Config cfg = testing::tiny_config(true);
-  cfg.moe.num_experts = 6;
-  cfg.moe.d_expert = 4;
-  cfg.moe.top_k = 3;
-  cfg.moe.n_groups = 3;
-  cfg.moe.topk_groups = 2;
+  Config cfg = group_limited_config(3, 3);
   cfg.moe.group_score = GroupScore::kMax;
   cfg.moe.capacity_factor = 0.75;
   expect_matches_reference(cfg);
