@@ -92,9 +92,9 @@ torch::Tensor group_limited_mask(const torch::Tensor& affinity_TE, const GroupLi
   const auto score_TG = groups.score == GroupScore::kMax
                             ? std::get<0>(affinity_TGe.max(-1))
                             : std::get<0>(affinity_TGe.topk(2, -1)).sum(-1);
-  const auto chosen_TG = std::get<1>(score_TG.topk(groups.topk_groups, -1));
+  const auto best_TM = std::get<1>(score_TG.topk(groups.topk_groups, -1));  // M = topk_groups
   const auto picked_TG = torch::zeros_like(score_TG, score_TG.options().dtype(torch::kBool))
-                             .scatter_(1, chosen_TG, true);
+                             .scatter_(1, best_TM, true);
   return picked_TG.unsqueeze(-1).expand(affinity_TGe.sizes()).reshape({tokens, -1});
 }
 
