@@ -21,6 +21,9 @@ enum class RopeScalingType { kNone, kLlama3, kYarn };
 enum class Gate { kTopkSoftmax, kFullSoftmax };
 // moe.score: router scores as a softmax over experts, or a sigmoid each (DeepSeek-V3).
 enum class Score { kSoftmax, kSigmoid };
+// moe.group_score: how group-limited routing scores a group of experts, by the sum
+// of its two best affinities (DeepSeek-V3) or by its best one (DeepSeek-V2).
+enum class GroupScore { kTop2Sum, kMax };
 // moe.drop_policy: who keeps a full expert's seat, by token order or router score.
 enum class DropPolicy { kPosition, kScore };
 // moe.balance: Switch loss per batch or per sequence, a routing bias, or nothing
@@ -81,6 +84,11 @@ template <>
 struct ChoiceNames<Score> {
   static constexpr Named<Score> names[] = {{Score::kSoftmax, "softmax"},
                                            {Score::kSigmoid, "sigmoid"}};
+};
+template <>
+struct ChoiceNames<GroupScore> {
+  static constexpr Named<GroupScore> names[] = {{GroupScore::kTop2Sum, "top2_sum"},
+                                                {GroupScore::kMax, "max"}};
 };
 template <>
 struct ChoiceNames<DropPolicy> {

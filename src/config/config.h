@@ -72,7 +72,13 @@ struct MoeConfig {
   Gate gate = Gate::kTopkSoftmax;  // topk_softmax (Mixtral) or full_softmax
   Score score = Score::kSoftmax;   // softmax or sigmoid (DeepSeek-V3); router.h
   double route_scale = 1.0;        // gates times this (DeepSeek's routed_scaling_factor)
-  double capacity_factor = 0.0;    // 0 = dropless
+  // Group-limited routing (DeepSeek-V2/V3, router.h): the experts split into
+  // n_groups groups of consecutive ids; a token picks its topk_groups best
+  // groups, then its top_k experts among theirs. n_groups = 1: off.
+  int64_t n_groups = 1;
+  int64_t topk_groups = 1;
+  GroupScore group_score = GroupScore::kTop2Sum;
+  double capacity_factor = 0.0;  // 0 = dropless
   DropPolicy drop_policy = DropPolicy::kPosition;
   Balance balance = Balance::kSwitch;
   double aux_loss_coef = 0.01;     // Switch load-balancing alpha

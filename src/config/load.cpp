@@ -476,6 +476,24 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
 namespace {
 
+// Group-limited routing: whole groups, enough experts in the chosen groups for
+// top_k, and two per group for a top-2 sum.
+void validate_expert_groups(const MoeConfig& e, const Config& c) {
+  require(e.num_experts % e.n_groups == 0, c, "moe.n_groups",
+          kv("moe.n_groups", e.n_groups) + " must divide " + kv("moe.num_experts", e.num_experts));
+  require(e.topk_groups <= e.n_groups, c, "moe.topk_groups",
+          kv("moe.topk_groups", e.topk_groups) + " must be <= " + kv("moe.n_groups", e.n_groups));
+  const int64_t per_group = e.num_experts / e.n_groups;
+  require(e.top_k <= e.topk_groups * per_group, c, "moe.top_k",
+          kv("moe.top_k", e.top_k) + " must be <= moe.topk_groups x experts per group (" +
+              std::to_string(e.topk_groups) + " x " + std::to_string(per_group) + ")");
+  require(e.group_score != GroupScore::kTop2Sum || e.n_groups == 1 || per_group >= 2, c,
+          "moe.n_groups",
+          "moe.group_score = \"top2_sum\" needs at least 2 experts per group (" +
+              kv("moe.num_experts", e.num_experts) + ", " + kv("moe.n_groups", e.n_groups) +
+              "); use \"max\"");
+}
+
 // The [moe] keys against the model and the expert-parallel layout.
 void validate_moe(const Config& c) {
   const auto& m = c.model;
@@ -491,6 +509,7 @@ void validate_moe(const Config& c) {
     require(
         e.num_experts % c.parallel.ep == 0, c, "parallel.ep",
         kv("parallel.ep", c.parallel.ep) + " must divide " + kv("moe.num_experts", e.num_experts));
+    validate_expert_groups(e, c);
     require(!e.shared_expert_gate || e.shared_width() > 0, c, "moe.shared_expert_gate",
             "moe.shared_expert_gate = true needs a shared expert (moe.num_shared_experts or "
             "moe.d_shared > 0)");

@@ -61,14 +61,15 @@ nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator
   std::vector<torch::Tensor> parts;
   for (const auto& s : stats) {
     parts.push_back(s.load.to(torch::kCPU, torch::kDouble));
-    parts.push_back(
-        torch::stack({s.drop_fraction, s.router_entropy}).to(torch::kCPU, torch::kDouble));
+    parts.push_back(torch::stack({s.drop_fraction, s.router_entropy, s.ranks_per_token})
+                        .to(torch::kCPU, torch::kDouble));
   }
   auto flat = torch::cat(parts);
   world.all_reduce_sum(flat);
   flat /= double(world.size());
   nlohmann::json load = nlohmann::json::array(), load_ratio = nlohmann::json::array(),
-                 drop = nlohmann::json::array(), entropy = nlohmann::json::array();
+                 drop = nlohmann::json::array(), entropy = nlohmann::json::array(),
+                 ranks = nlohmann::json::array();
   int64_t offset = 0;
   for (const auto& s : stats) {
     const auto layer_load = flat.narrow(0, offset, s.load.numel()).contiguous();
@@ -77,12 +78,14 @@ nlohmann::json moe_metrics(const std::vector<MoeLayerStats>& stats, Communicator
     load_ratio.push_back((layer_load.max() / layer_load.mean()).item<double>());
     drop.push_back(flat[offset + s.load.numel()].item<double>());
     entropy.push_back(flat[offset + s.load.numel() + 1].item<double>());
-    offset += s.load.numel() + 2;
+    ranks.push_back(flat[offset + s.load.numel() + 2].item<double>());
+    offset += s.load.numel() + 3;
   }
   return {{"expert_load", load},
           {"expert_load_max_over_mean", load_ratio},
           {"drop_fraction", drop},
-          {"router_entropy", entropy}};
+          {"router_entropy", entropy},
+          {"ranks_per_token", ranks}};
 }
 
 nlohmann::json phase_times_over_ranks(const nlohmann::json& time_ms, double work_ms,

@@ -67,6 +67,14 @@ std::vector<int64_t> AllToAllDispatcher::local_expert_ids() const {
   return placement_[group_->rank()];
 }
 
+std::vector<int64_t> AllToAllDispatcher::expert_ranks(int64_t num_experts) const {
+  std::vector<int64_t> ranks(size_t(num_experts), 0);
+  for (size_t p = 0; p < placement_.size(); ++p) {
+    for (int64_t e : placement_[p]) ranks[size_t(e)] = int64_t(p);
+  }
+  return ranks;
+}
+
 DispatchedTokens AllToAllDispatcher::dispatch(const torch::Tensor& hidden,
                                               const torch::Tensor& expert_ids) {
   if (hidden.dim() != 2 || expert_ids.dim() != 2 || expert_ids.size(0) != hidden.size(0) ||

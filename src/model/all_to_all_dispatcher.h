@@ -32,6 +32,7 @@ class AllToAllDispatcher : public TokenDispatcher {
   DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
   torch::Tensor combine(const torch::Tensor& expert_out) override;
   std::vector<int64_t> local_expert_ids() const override;
+  std::vector<int64_t> expert_ranks(int64_t num_experts) const override;
 
  private:
   // What combine() needs from the dispatch before it.

@@ -46,6 +46,9 @@ struct MoeLayerStats {
   // unless it logs them.
   torch::Tensor drop_fraction;   // dropped / (T * k)
   torch::Tensor router_entropy;  // mean over tokens of -sum_i p_i log p_i (nats)
+  // Mean over tokens of the distinct expert-parallel ranks that a token's kept
+  // assignments go to (1 on one rank; DeepSeek's device limit bounds it).
+  torch::Tensor ranks_per_token;
 };
 
 struct MoeOutput {
@@ -76,12 +79,16 @@ class MoeLayerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor sequence_balance_loss(const RouterOutput& route, int64_t seq_len) const;
+  // [1] ranks_per_token (above) of this forward's kept assignments.
+  torch::Tensor mean_ranks_reached(const torch::Tensor& kept_ids) const;
 
   std::shared_ptr<TokenDispatcher> dispatcher_;
   ReduceMean reduce_mean_;
   Balance balance_;
   double aux_coef_, z_coef_, bias_rate_;
-  torch::Tensor step_load_;  // aux_free: load summed over this step's micro-batches
+  torch::Tensor step_load_;    // aux_free: load summed over this step's micro-batches
+  torch::Tensor expert_rank_;  // [E] int64: the EP rank holding each global expert
+  int64_t ep_ranks_;
 };
 TORCH_MODULE(MoeLayer);
 

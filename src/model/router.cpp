@@ -1,6 +1,7 @@
 #include "model/router.h"
 
 #include <cmath>
+#include <limits>
 
 #include "model/compute.h"
 #include "util/error.h"
@@ -16,14 +17,15 @@ torch::Tensor normalised(const torch::Tensor& weights) {
 
 RouterImpl::RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, Gate gate,
                        double capacity_factor, DropPolicy drop_policy, bool selection_bias,
-                       Score score, double route_scale)
+                       Score score, double route_scale, GroupLimit groups)
     : num_experts_(num_experts),
       top_k_(top_k),
       gate_(gate),
       capacity_factor_(capacity_factor),
       drop_policy_(drop_policy),
       sigmoid_(score == Score::kSigmoid),
-      route_scale_(route_scale) {
+      route_scale_(route_scale),
+      groups_(groups) {
   if (top_k_ < 1 || top_k_ > num_experts_) {
     throw InputError("moe.top_k: expected 1 <= top_k <= num_experts (" +
                      std::to_string(num_experts_) + "), got " + std::to_string(top_k_));
@@ -46,12 +48,7 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
     scores = out.probs = torch::softmax(out.logits, -1);
     out.log_probs = torch::log_softmax(out.logits, -1);
   }
-  // The choice only: gates take their gradient through the gather below. A
-  // selection bias shifts the logits (softmax) or the sigmoid scores
-  // (DeepSeek-V3); unbiased, both order experts as the logits do.
-  auto choice = sigmoid_ ? scores.detach() : out.logits.detach();
-  if (bias.defined()) choice = choice + bias.to(choice.scalar_type());
-  const auto top_ids = std::get<1>(choice.topk(top_k_, -1));
+  const auto top_ids = choose_experts(out.logits, scores);
   out.expert_ids = top_ids;
   if (gate_ == Gate::kTopkSoftmax) {
     out.gates = sigmoid_ ? normalised(scores.gather(-1, top_ids))
@@ -72,6 +69,33 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
     out.kept_ids = top_ids;
   }
   return out;
+}
+
+torch::Tensor RouterImpl::choose_experts(const torch::Tensor& logits,
+                                         const torch::Tensor& scores) const {
+  // The choice only: gates take their gradient through a gather of the
+  // scores. A selection bias shifts the logits (softmax) or the sigmoid scores
+  // (DeepSeek-V3); unbiased, both order experts as the logits do.
+  auto choice = sigmoid_ ? scores.detach() : logits.detach();
+  if (bias.defined()) choice = choice + bias.to(choice.scalar_type());
+  if (groups_.limits()) {
+    const auto affinity = sigmoid_ ? choice : torch::softmax(choice, -1);
+    choice = choice.masked_fill(group_limited_mask(affinity, groups_).logical_not(),
+                                -std::numeric_limits<double>::infinity());
+  }
+  return std::get<1>(choice.topk(top_k_, -1));
+}
+
+torch::Tensor group_limited_mask(const torch::Tensor& affinity_TE, const GroupLimit& groups) {
+  const int64_t tokens = affinity_TE.size(0);
+  const auto affinity_TGe = affinity_TE.reshape({tokens, groups.n_groups, -1});
+  const auto score_TG = groups.score == GroupScore::kMax
+                            ? std::get<0>(affinity_TGe.max(-1))
+                            : std::get<0>(affinity_TGe.topk(2, -1)).sum(-1);
+  const auto best_TM = std::get<1>(score_TG.topk(groups.topk_groups, -1));  // M = topk_groups
+  const auto picked_TG = torch::zeros_like(score_TG, score_TG.options().dtype(torch::kBool))
+                             .scatter_(1, best_TM, true);
+  return picked_TG.unsqueeze(-1).expand(affinity_TGe.sizes()).reshape({tokens, -1});
 }
 
 torch::Tensor apply_capacity(const torch::Tensor& expert_ids, int64_t num_experts, int64_t capacity,

@@ -23,6 +23,13 @@
 // bias, a buffer without gradient, is added to the logits (softmax) or to the
 // sigmoid scores for the top-k choice only; gates come from the unbiased scores. MoeLayer moves it
 // after each optimizer step towards balanced load.
+//
+// Group-limited routing (moe.n_groups > 1, DeepSeek-V2/V3): the E experts form
+// n_groups groups of consecutive ids; each token first picks its topk_groups
+// best groups, then its top k experts among those groups' experts only. A
+// group's score is the sum of its two best affinities ("top2_sum", V3) or its
+// best ("max", V2); the affinities are the ones the choice reads: the sigmoid
+// scores plus the bias, or the softmax of the logits plus the bias.
 #pragma once
 
 #include <torch/torch.h>
@@ -40,11 +47,22 @@ struct RouterOutput {
   torch::Tensor gates;       // [T, k] gate weights, differentiable
 };
 
+struct GroupLimit {
+  int64_t n_groups = 1;
+  int64_t topk_groups = 1;
+  GroupScore score = GroupScore::kTop2Sum;
+  bool limits() const { return topk_groups < n_groups; }
+};
+
+// [T, E] bool: true for the experts of each token's topk_groups best groups,
+// the groups scored on affinity_TE [T, E] (above).
+torch::Tensor group_limited_mask(const torch::Tensor& affinity_TE, const GroupLimit& groups);
+
 class RouterImpl : public torch::nn::Module {
  public:
   RouterImpl(int64_t d_model, int64_t num_experts, int64_t top_k, Gate gate, double capacity_factor,
              DropPolicy drop_policy = DropPolicy::kPosition, bool selection_bias = false,
-             Score score = Score::kSoftmax, double route_scale = 1.0);
+             Score score = Score::kSoftmax, double route_scale = 1.0, GroupLimit groups = {});
   // x: [T, d]; the router computes in x's dtype promoted to at least fp32.
   RouterOutput forward(const torch::Tensor& x);
 
@@ -55,12 +73,16 @@ class RouterImpl : public torch::nn::Module {
   torch::Tensor bias;    // [E] selection bias (a buffer), undefined without one
 
  private:
+  // [T, k] the chosen experts, slot 0 the best, from the unbiased scores.
+  torch::Tensor choose_experts(const torch::Tensor& logits, const torch::Tensor& scores) const;
+
   int64_t num_experts_, top_k_;
   Gate gate_;
   double capacity_factor_;
   DropPolicy drop_policy_;
   bool sigmoid_;
   double route_scale_;
+  GroupLimit groups_;
 };
 TORCH_MODULE(Router);
 

@@ -35,6 +35,13 @@ class TokenDispatcher {
 
   // Global ids of the experts this rank holds, in local-expert order.
   virtual std::vector<int64_t> local_expert_ids() const = 0;
+
+  // For each of the num_experts global experts, the rank of the group that
+  // holds it (what the MoE layer's ranks-per-token statistic counts); one rank
+  // holds them all unless a dispatcher says otherwise.
+  virtual std::vector<int64_t> expert_ranks(int64_t num_experts) const {
+    return std::vector<int64_t>(size_t(num_experts), 0);
+  }
 };
 
 }  // namespace moelab

@@ -212,7 +212,7 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                 "--set " + f.key + "=bogus: " + f.key + " = \"bogus\": expected " + f.allowed());
     }
   }
-  EXPECT_EQ(choice_keys, 16);
+  EXPECT_EQ(choice_keys, 17);
 }
 
 TEST(Config, DidYouMean) {
@@ -487,6 +487,37 @@ const BadCase kBadCases[] = {
      {},
      0,
      "bad.toml:4:1: parallel.ep = 3 must divide moe.num_experts = 4"},
+    {"groups_not_dividing_experts",
+     "[moe]\nenabled = true\nn_groups = 3\n",
+     {},
+     0,
+     "bad.toml:3:1: moe.n_groups = 3 must divide moe.num_experts = 4"},
+    {"more_groups_picked_than_there_are",
+     "[moe]\nenabled = true\nn_groups = 2\ntopk_groups = 3\n",
+     {},
+     0,
+     "bad.toml:4:1: moe.topk_groups = 3 must be <= moe.n_groups = 2"},
+    {"no_group_picked",
+     "[moe]\nenabled = true\nn_groups = 2\ntopk_groups = 0\n",
+     {},
+     0,
+     "bad.toml:4:15: moe.topk_groups = 0: expected an integer >= 1"},
+    {"top_k_beyond_the_picked_groups",
+     "[moe]\nenabled = true\nnum_experts = 8\ntop_k = 3\nn_groups = 4\n",
+     {},
+     0,
+     "bad.toml:4:1: moe.top_k = 3 must be <= moe.topk_groups x experts per group (1 x 2)"},
+    {"top2_sum_of_one_expert_groups",
+     "[moe]\nenabled = true\nn_groups = 4\ntopk_groups = 2\n",
+     {},
+     0,
+     "bad.toml:3:1: moe.group_score = \"top2_sum\" needs at least 2 experts per group "
+     "(moe.num_experts = 4, moe.n_groups = 4); use \"max\""},
+    {"unknown_group_score",
+     "[moe]\ngroup_score = \"sum\"\n",
+     {},
+     0,
+     "bad.toml:2:15: moe.group_score = \"sum\": expected one of \"top2_sum\", \"max\""},
     {"ep_not_dividing_world",
      "[moe]\nenabled = true\n[parallel]\nep = 4\n",
      {},

@@ -69,6 +69,9 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
             {"first_dense_layers", cfg.moe.first_dense_layers},
             {"layer_interval", cfg.moe.layer_interval},
             {"route_scale", cfg.moe.route_scale},
+            {"n_groups", cfg.moe.n_groups},
+            {"topk_groups", cfg.moe.topk_groups},
+            {"group_score", choice_name(cfg.moe.group_score)},
             {"capacity_factor", cfg.moe.capacity_factor},
             {"drop_policy", choice_name(cfg.moe.drop_policy)},
             {"balance", choice_name(cfg.moe.balance)},
@@ -218,6 +221,35 @@ TEST(Reference, MoeSigmoidScoresAsTheyAreWithAuxFreeBias) {
   cfg.moe.score = Score::kSigmoid;
   cfg.moe.gate = Gate::kFullSoftmax;
   cfg.moe.balance = Balance::kAuxFree;
+  expect_matches_reference(cfg);
+}
+
+// Group-limited routing: top_k experts among the best 2 of n_groups groups of
+// 2 experts each.
+Config group_limited_config(int64_t n_groups, int64_t top_k) {
+  Config cfg = testing::tiny_config(true);
+  cfg.moe.num_experts = 2 * n_groups;
+  cfg.moe.d_expert = 4;
+  cfg.moe.top_k = top_k;
+  cfg.moe.n_groups = n_groups;
+  cfg.moe.topk_groups = 2;
+  return cfg;
+}
+
+// DeepSeek-V3's: groups by the sum of their two best biased sigmoid scores.
+TEST(Reference, MoeGroupLimitedSigmoidWithAuxFreeBias) {
+  Config cfg = group_limited_config(4, 2);
+  cfg.moe.score = Score::kSigmoid;
+  cfg.moe.balance = Balance::kAuxFree;
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V2's: softmax scores, groups by their best, with a Switch loss and
+// capacity drops.
+TEST(Reference, MoeGroupLimitedSoftmaxByGroupMaxWithCapacity) {
+  Config cfg = group_limited_config(3, 3);
+  cfg.moe.group_score = GroupScore::kMax;
+  cfg.moe.capacity_factor = 0.75;
   expect_matches_reference(cfg);
 }
 

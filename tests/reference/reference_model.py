@@ -149,6 +149,9 @@ def moe(x, p, prefix, cfg):
     # An "aux_free" routing bias steers the choice only, never the gates.
     if prefix + "router.bias" in p:
         choice = choice + p[prefix + "router.bias"].detach()
+    if m["topk_groups"] < m["n_groups"]:
+        affinity = choice if m["score"] == "sigmoid" else torch.softmax(choice, dim=-1)
+        choice = limit_to_best_groups(choice, affinity, m)
     top_idx = torch.topk(choice, k, dim=-1).indices
     top_scores = torch.gather(scores, 1, top_idx)
     if m["gate"] == "topk_softmax":  # the chosen scores, normalised over the k
@@ -201,6 +204,23 @@ def moe(x, p, prefix, cfg):
         aux = torch.zeros((), dtype=x.dtype)
     z = m["z_loss_coef"] * (torch.logsumexp(logits, dim=-1) ** 2).mean()
     return y, aux, z
+
+
+def limit_to_best_groups(choice, affinity, m):
+    # DeepSeek-V2/V3: each token keeps the experts of its topk_groups best groups
+    # (consecutive ids), each group scored by its best affinity or its best two's
+    # sum; the others can no longer be chosen.
+    per_group = choice.shape[1] // m["n_groups"]
+    limited = torch.full_like(choice, float("-inf"))
+    for t in range(choice.shape[0]):
+        scores = []
+        for g in range(m["n_groups"]):
+            members = sorted(affinity[t, g * per_group:(g + 1) * per_group].tolist(), reverse=True)
+            scores.append(members[0] if m["group_score"] == "max" else members[0] + members[1])
+        best = sorted(range(m["n_groups"]), key=lambda g: -scores[g])[:m["topk_groups"]]
+        for g in best:
+            limited[t, g * per_group:(g + 1) * per_group] = choice[t, g * per_group:(g + 1) * per_group]
+    return limited
 
 
 def switch_loss(top_idx, probs, coef, n_exp, k):

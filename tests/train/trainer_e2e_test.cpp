@@ -601,6 +601,14 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set model.qk_norm='\"head\"' --set moe.score='\"sigmoid\"' "
                                  "--set moe.route_scale=2.5 --set moe.balance=aux_free "
                                  "--set moe.bias_update_rate=0.05"},
+                      // DeepSeek-V3's group-limited routing: 8 experts in 4 groups of
+                      // consecutive ids, top-2 among the best 2 groups, picked on the
+                      // biased sigmoid scores; at ep 4 each rank holds one group.
+                      MoeVariant{"groups",
+                                 "--set moe.num_experts=8 --set moe.d_expert=16 "
+                                 "--set moe.n_groups=4 --set moe.topk_groups=2 "
+                                 "--set moe.score='\"sigmoid\"' --set moe.balance=aux_free "
+                                 "--set moe.bias_update_rate=0.05"},
                       // A mixed stack: layer 0 dense, layer 1 MoE (experts still by global id).
                       MoeVariant{"first_dense", "--set moe.first_dense_layers=1"},
                       // Two sources 3:1 and two validation sets: the samples of each
@@ -620,6 +628,35 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set model.rope_scaling.factor=4 "
                                  "--set model.rope_scaling.original_seq_len=8"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
+
+// Every MoE layer's moe.ranks_per_token of every metrics line.
+std::vector<double> ranks_per_token(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::vector<double> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto record = nlohmann::json::parse(line);
+    for (double r : record["moe"]["ranks_per_token"]) out.push_back(r);
+  }
+  return out;
+}
+
+// DeepSeek's device limit: at ep 4 each rank holds one group of 2 experts, so
+// with 2 groups picked a token's rows reach at most 2 of the 4 ranks; plain
+// top-4 of the same experts reaches more.
+TEST_F(TrainerE2E, GroupLimitedRoutingBoundsTheRanksATokenReaches) {
+  const std::string sets =
+      "--set moe.enabled=true --set moe.num_experts=8 --set moe.top_k=4 --set moe.d_expert=16 "
+      "--set moe.n_groups=4 --set parallel.ep=4 --set train.max_steps=2 --set eval.interval=0 ";
+  ASSERT_EQ(run(train("ranks_grouped", sets + "--set moe.topk_groups=2", 4)), 0) << last_log();
+  ASSERT_EQ(run(train("ranks_plain", sets + "--set moe.topk_groups=4", 4)), 0) << last_log();
+  const auto grouped = ranks_per_token(kRoot / "ranks_grouped");
+  const auto plain = ranks_per_token(kRoot / "ranks_plain");
+  ASSERT_EQ(grouped.size(), 4u);  // 2 steps x 2 MoE layers
+  ASSERT_EQ(plain.size(), 4u);
+  for (double r : grouped) EXPECT_TRUE(r > 1.0 && r <= 2.0) << r;
+  for (double r : plain) EXPECT_GT(r, 2.0);
+}
 
 TEST_F(TrainerE2E, DataBudgetRepeatsEpochsAndLogsThem) {
   // 408 tokens = 24 windows of 17 = 3 global batches of 8 sequences an epoch.
