@@ -88,4 +88,27 @@ TEST(CliPrep, RefusedTokenizerTrainingShowsTheTrainersReason) {
       << r.output;
 }
 
+// Without SentencePiece's tools on the PATH (the PATH holds every other
+// program of /usr/bin, which MPI's start needs) the error names the package.
+TEST(CliPrep, MissingSentencePieceToolsNameThePackage) {
+  const std::string dir = testing::TempDir() + "/prep_no_spm";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  for (const auto& program : std::filesystem::directory_iterator("/usr/bin")) {
+    const std::string name = program.path().filename().string();
+    if (name.rfind("spm_", 0) != 0) {
+      std::filesystem::create_symlink(program.path(), dir + "/bin/" + name);
+    }
+  }
+  write_bytes(dir + "/corpus.txt", "some text\n");
+  const moelab::testing::MoelabResult r = moelab::testing::moelab(
+      "/usr/bin/env PATH=" + dir + "/bin ",
+      "prep --input " + dir + "/corpus.txt --vocab-size 64 --force --out " + dir + "/out");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("spm_train: not found (is the Debian package 'sentencepiece' installed?)"),
+      std::string::npos)
+      << r.output;
+}
+
 }  // namespace
