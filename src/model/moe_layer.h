@@ -46,6 +46,9 @@ struct MoeLayerStats {
   // unless it logs them.
   torch::Tensor drop_fraction;   // dropped / (T * k)
   torch::Tensor router_entropy;  // mean over tokens of -sum_i p_i log p_i (nats)
+  // [E] int64: assignments each global expert kept after capacity, counted over
+  // this rank's tokens alone (what routing analysis sums over ranks).
+  torch::Tensor kept;
 };
 
 struct MoeOutput {
