@@ -10,8 +10,10 @@ moelab=${3:-build/bin/moelab}
 tinystories=${TINYSTORIES_DIR:-../shared/data/tinystories}
 run() { mpirun --oversubscribe --allow-run-as-root -np "$ranks" "$moelab" "$@"; }
 
-# Fortunes: documents end at '%' lines; *.dat are binary indexes, *.u8 symlinks.
-run prep --input /usr/share/games/fortunes --exclude '*.dat' --exclude '*.u8' \
+# Fortunes: the English collection's files; documents end at '%' lines.
+english=$(launch/fortunes-files.sh)
+mapfile -t english <<<"$english"
+run prep --input "${english[@]}" \
   --separator % --val-fraction 0.05 --vocab-size 2048 --out "$out/fortunes" --force
 
 # TinyStories: the v1 valid file is the validation split, the rest is training.
@@ -24,12 +26,10 @@ run prep --input "$tinystories/alldata-data00-head.txt" \
 
 # JSON Lines: the fortunes turned into {"text": ...} lines, gzip-compressed.
 mkdir -p "$out/jsonl_src"
-python3 - "$out/jsonl_src/fortunes.jsonl" <<'PY'
-import glob, json, os, sys
+python3 - "$out/jsonl_src/fortunes.jsonl" "${english[@]}" <<'PY'
+import json, sys
 with open(sys.argv[1], "w") as out:
-    for path in sorted(glob.glob("/usr/share/games/fortunes/*")):
-        if path.endswith((".dat", ".u8")) or os.path.islink(path):
-            continue
+    for path in sys.argv[2:]:
         text = open(path, encoding="utf-8", errors="replace").read()
         for doc in text.split("\n%\n"):
             if doc.strip():

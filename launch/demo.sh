@@ -15,7 +15,9 @@ moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 data=data/fortunes
 
 if [ ! -f "$data/train/manifest.json" ]; then
-  "$moelab" prep --input /usr/share/games/fortunes --exclude '*.dat' --exclude '*.u8' \
+  english=$(launch/fortunes-files.sh)
+  mapfile -t english <<<"$english"
+  "$moelab" prep --input "${english[@]}" \
     --separator '%' --val-fraction 0.05 --vocab-size 1024 --out "$data"
 fi
 "$moelab" prep --inspect "$data" | head -n 12

@@ -12,6 +12,7 @@ void add_params_command(CLI::App& root);
 void add_prep_command(CLI::App& root);
 void add_train_command(CLI::App& root);
 void add_eval_command(CLI::App& root);
+void add_analyze_command(CLI::App& root);
 void add_tasks_command(CLI::App& root);
 void add_study_command(CLI::App& root);
 void add_report_command(CLI::App& root);

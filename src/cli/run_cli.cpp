@@ -54,6 +54,7 @@ int run_cli(int argc, char** argv) {
   add_prep_command(app);
   add_train_command(app);
   add_eval_command(app);
+  add_analyze_command(app);
   add_tasks_command(app);
   add_study_command(app);
   add_report_command(app);

@@ -155,6 +155,17 @@ Tokenizer existing_tokenizer(const PrepOptions& options) {
   return Tokenizer::from_file(options.tokenizer_model, options.tokenizer_settings);
 }
 
+// The tokenizer trained on `sample`; a refusal names the inputs it came from.
+std::string trained_tokenizer(const std::vector<std::string>& sample, const PrepOptions& options) {
+  try {
+    return train_tokenizer(sample, options.tokenizer);
+  } catch (const InputError& refusal) {
+    std::string inputs;
+    for (const auto& input : options.inputs) inputs += (inputs.empty() ? "" : ", ") + input;
+    throw InputError("prep: training a tokenizer on " + inputs + ": " + refusal.what());
+  }
+}
+
 Tokenizer make_tokenizer(const PrepOptions& options, const RankGroup& group,
                          const std::vector<std::string>& train_files,
                          const std::vector<bool>& is_validation) {
@@ -171,7 +182,7 @@ Tokenizer make_tokenizer(const PrepOptions& options, const RankGroup& group,
         train_files, options.corpus, eligible, options.tokenizer_sample_docs, options.seed);
     spdlog::info("training a {}-piece BPE tokenizer on {} documents", options.tokenizer.vocab_size,
                  sample.size());
-    model = train_tokenizer(sample, options.tokenizer);
+    model = trained_tokenizer(sample, options);
   });
   group.broadcast(&model);
   return Tokenizer(model, "trained tokenizer");

@@ -1,5 +1,6 @@
 #include "data/tokenizer.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,19 +75,30 @@ std::string shell_quoted(const std::string& text) {
   return out + "'";
 }
 
-void run_tool(const std::string& command, const std::string& what) {
-  const int status = std::system((command + " 2>/dev/null").c_str());
-  if (status != 0) {
-    throw InputError(what +
-                     " failed (is the Debian package 'sentencepiece' installed?): " + command);
-  }
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
+}
+
+std::string trimmed(std::string text) {
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  text.erase(end == std::string::npos ? 0 : end + 1);
+  return text;
+}
+
+// Runs a SentencePiece tool; a failure says why in the tool's own words (its
+// stderr: e.g. spm_train's "Vocabulary size is smaller than required_chars"),
+// and a missing tool which package brings it.
+void run_tool(const std::string& command, const std::string& what) {
+  TempFile errors;
+  const int status = std::system(("( " + command + " ) 2>" + shell_quoted(errors.path())).c_str());
+  if (status == 0) return;
+  const bool not_found = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+  const std::string reason = trimmed(read_file(errors.path()));
+  throw InputError(what + " failed: " + (reason.empty() ? command : reason) +
+                   (not_found ? " (is the Debian package 'sentencepiece' installed?)" : ""));
 }
 
 void write_file(const std::string& path, const std::string& bytes) {

@@ -147,6 +147,11 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   out.stats.drop_fraction = stats[num_experts];
   out.stats.router_entropy = stats[num_experts + 1];
   out.stats.ranks_per_token = stats[num_experts + 2];
+  {
+    torch::NoGradGuard no_grad;  // a dropped assignment (-1) lands in bin 0, left out
+    out.stats.kept =
+        (route.kept_ids.reshape(-1) + 1).bincount({}, num_experts + 1).narrow(0, 1, num_experts);
+  }
   return out;
 }
 

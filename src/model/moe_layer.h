@@ -49,6 +49,9 @@ struct MoeLayerStats {
   // Mean over tokens of the distinct expert-parallel ranks that a token's kept
   // assignments go to (1 on one rank; DeepSeek's device limit bounds it).
   torch::Tensor ranks_per_token;
+  // [E] int64: assignments each global expert kept after capacity, counted over
+  // this rank's tokens alone (what routing analysis sums over ranks).
+  torch::Tensor kept;
 };
 
 struct MoeOutput {

@@ -24,10 +24,10 @@ struct CheckpointMeta {
 };
 
 // The run's config and step from meta.json (the tensors are checked as they load).
-CheckpointMeta checkpoint_meta(const EvalCheckpointOptions& opts) {
-  const nlohmann::json meta = read_checkpoint_meta(opts.checkpoint);
-  return {saved_run_config(meta, opts.checkpoint,
-                           {"parallel.ep=" + std::to_string(opts.ep), "checkpoint.resume=none"}),
+CheckpointMeta checkpoint_meta(const std::string& checkpoint, int64_t ep) {
+  const nlohmann::json meta = read_checkpoint_meta(checkpoint);
+  return {saved_run_config(meta, checkpoint,
+                           {"parallel.ep=" + std::to_string(ep), "checkpoint.resume=none"}),
           meta.value("step", int64_t(0))};
 }
 
@@ -44,16 +44,33 @@ std::vector<EvalTask> tasks_to_score(const EvalCheckpointOptions& opts) {
 
 }  // namespace
 
+CheckpointModel load_checkpoint_model(const std::string& checkpoint, int64_t ep) {
+  CheckpointMeta meta = checkpoint_meta(checkpoint, ep);
+  CheckpointModel loaded;
+  loaded.cfg = std::move(meta.cfg);
+  loaded.step = meta.step;
+  const Config& cfg = loaded.cfg;
+  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
+  loaded.plan = std::make_unique<ParallelPlan>(make_process_groups(cfg), cfg);
+  ParallelPlan& plan = *loaded.plan;
+  loaded.device = run_device(cfg);
+  loaded.model = Transformer(model_settings(cfg), plan.moe_context());
+  loaded.model->to(loaded.device);
+  plan.parallelize(loaded.model);
+  NamedParams buffers;
+  for (auto& nb : loaded.model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
+  RunCheckpointer checkpointer(cfg, plan.groups().control, plan.stacked_parameters());
+  load_initial_weights(checkpointer, checkpoint, plan, buffers);
+  return loaded;
+}
+
 EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
-  const CheckpointMeta meta = checkpoint_meta(opts);
-  const Config& cfg = meta.cfg;
+  CheckpointModel loaded = load_checkpoint_model(opts.checkpoint, opts.ep);
+  const Config& cfg = loaded.cfg;
   // The run's first validation set unless the options name another.
   const EvalSet first = validation_sets(cfg).front();
   const std::string dir = opts.data_dir.empty() ? first.dir : opts.data_dir;
   const std::string split = opts.split.empty() ? first.split : opts.split;
-
-  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
-  ParallelPlan plan(make_process_groups(cfg), cfg);
   ValidationSet val(dir, split, cfg.model.seq_len, opts.max_windows);
   check_vocab_matches(val.info(), cfg.model.vocab_size);
   std::unique_ptr<TaskSuite> suite;
@@ -62,21 +79,13 @@ EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts) {
                                         val.info().tokenizer_checksum, dir);
   }
 
-  const torch::Device device = run_device(cfg);
-  Transformer model(model_settings(cfg), plan.moe_context());
-  model->to(device);
-  plan.parallelize(model);
-  NamedParams buffers;
-  for (auto& nb : model->named_buffers()) buffers.emplace_back(nb.key(), nb.value());
-  RunCheckpointer checkpointer(cfg, plan.groups().control, plan.stacked_parameters());
-  load_initial_weights(checkpointer, opts.checkpoint, plan, buffers);
-
+  Communicator* dp = loaded.plan->groups().dp.get();
   Stopwatch clock;
-  const EvalResult loss = evaluate(model, val, opts.batch_seqs, plan.groups().dp.get(), device);
-  EvalCheckpointResult result{meta.step, split, loss.loss, loss.tokens, clock.seconds(), {}};
+  const EvalResult loss = evaluate(loaded.model, val, opts.batch_seqs, dp, loaded.device);
+  EvalCheckpointResult result{loaded.step, split, loss.loss, loss.tokens, clock.seconds(), {}};
   const TaskBatching batching{cfg.model.seq_len, opts.batch_seqs, suite ? suite->pad_id() : 0};
   for (size_t t = 0; suite && t < suite->size(); ++t) {
-    result.tasks.push_back(suite->score(t, model, batching, plan.groups().dp.get(), device));
+    result.tasks.push_back(suite->score(t, loaded.model, batching, dp, loaded.device));
   }
   return result;
 }

@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "comm/communicator.h"
 #include "data/validation_set.h"
 #include "model/transformer.h"
@@ -33,6 +35,16 @@ struct EvalResult {
   double loss = 0;
   int64_t tokens = 0;
 };
+
+// One forward pass's windows [n, seq_len + 1] on the device; `padding` when
+// this rank is out of windows and joins the pass with one window to ignore.
+using EvalBatch = std::function<void(const torch::Tensor& windows, bool padding)>;
+
+// Calls `batch` for each of this rank's passes over the validation windows,
+// split evenly over the data-parallel ranks, every rank the same number of
+// passes (in evaluation mode, without gradients).
+void for_each_eval_batch(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
+                         Communicator* dp, const torch::Device& device, const EvalBatch& batch);
 
 EvalResult evaluate(Transformer& model, const ValidationSet& val, int64_t batch_seqs,
                     Communicator* dp, const torch::Device& device);

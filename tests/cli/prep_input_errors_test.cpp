@@ -63,4 +63,52 @@ TEST(CliPrep, HostileTokenizerJsonExitsTwoNamingTheFileAndTheField) {
   }
 }
 
+// A tokenizer SentencePiece refuses to train (fewer pieces than the corpus's
+// required characters: here 600 distinct CJK characters for 64 pieces): exit 2
+// naming the input, with SentencePiece's own reason.
+TEST(CliPrep, RefusedTokenizerTrainingShowsTheTrainersReason) {
+  const std::string dir = testing::TempDir() + "/prep_refused_tokenizer";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string poems;
+  for (char32_t c = 0x4E00; c < 0x4E00 + 600; ++c) {
+    // Each character as UTF-8 (three bytes in this block), ten to a line.
+    poems += {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+              static_cast<char>(0x80 | (c & 0x3F))};
+    if (c % 10 == 9) poems += "\n";
+  }
+  write_bytes(dir + "/poems.txt", poems);
+  const moelab::testing::MoelabResult r = moelab::testing::moelab(
+      "prep --input " + dir + "/poems.txt --vocab-size 64 --force --out " + dir + "/out");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("training a tokenizer on " + dir + "/poems.txt"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Vocabulary size is smaller than required_chars. 64 vs "),
+            std::string::npos)
+      << r.output;
+}
+
+// Without SentencePiece's tools on the PATH (the PATH holds every other
+// program of /usr/bin, which MPI's start needs) the error names the package.
+TEST(CliPrep, MissingSentencePieceToolsNameThePackage) {
+  const std::string dir = testing::TempDir() + "/prep_no_spm";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  for (const auto& program : std::filesystem::directory_iterator("/usr/bin")) {
+    const std::string name = program.path().filename().string();
+    if (name.rfind("spm_", 0) != 0) {
+      std::filesystem::create_symlink(program.path(), dir + "/bin/" + name);
+    }
+  }
+  write_bytes(dir + "/corpus.txt", "some text\n");
+  const moelab::testing::MoelabResult r = moelab::testing::moelab(
+      "/usr/bin/env PATH=" + dir + "/bin ",
+      "prep --input " + dir + "/corpus.txt --vocab-size 64 --force --out " + dir + "/out");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("spm_train: not found (is the Debian package 'sentencepiece' installed?)"),
+      std::string::npos)
+      << r.output;
+}
+
 }  // namespace

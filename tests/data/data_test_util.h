@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -104,18 +105,32 @@ inline void write_counting_split(const std::string& dataset_dir, const std::stri
   sink.finish();
 }
 
+// The lines a shell command prints; false if it fails.
+inline bool output_lines(const std::string& command, std::vector<std::string>* lines) {
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) lines->push_back(line);
+  return pclose(pipe) == 0;
+}
+
+// The files of the demo's English corpus, as launch/fortunes-files.sh lists
+// them (the one place that knows which files those are); none when Debian's
+// fortunes are not installed.
+inline std::vector<std::string> fortune_files() {
+  std::vector<std::string> files;
+  if (!output_lines(MOELAB_SOURCE_DIR "/launch/fortunes-files.sh 2>/dev/null", &files)) return {};
+  return files;
+}
+
 // The demo's corpus (Debian's fortunes, brought by launch/install-deps.sh):
 // documents are separated by "%" lines.
 inline std::vector<std::string> fortune_documents() {
   std::vector<std::string> docs;
-  const std::filesystem::path dir = "/usr/share/games/fortunes";
-  if (!std::filesystem::is_directory(dir)) return docs;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string ext = entry.path().extension().string();
-    if (!entry.is_regular_file() || std::filesystem::is_symlink(entry) || ext == ".dat" ||
-        ext == ".u8")
-      continue;
-    std::istringstream in(read_bytes(entry.path().string()));
+  for (const std::string& file : fortune_files()) {
+    std::istringstream in(read_bytes(file));
     std::string line, doc;
     while (std::getline(in, line)) {
       if (line == "%") {

@@ -1,0 +1,70 @@
+// Routing analysis (`moelab analyze routing`): how a trained MoE's routers
+// spread each data set's tokens over the experts. A set's validation windows
+// run through the model as in evaluation (evaluator.h); each MoE layer's kept
+// assignments (MoeLayerStats::kept: the router's choices after capacity) are
+// counted per global expert and summed over the data-parallel ranks, so the
+// counts are the same at every (world, ep) layout. The report gives, per MoE
+// layer and set, each expert's share of the assignments, the entropy of those
+// shares and the top experts; per layer the Jensen-Shannon divergence between
+// every two sets (expert_distribution.h), and its mean over the layers.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "data/validation_set.h"
+#include "model/transformer.h"
+
+namespace moelab {
+
+struct RoutingSet {
+  std::string name;
+  std::string dir;  // a prepared dataset
+};
+
+// "NAME=DATASET"; InputError naming the argument when either part is missing.
+RoutingSet parse_routing_set(const std::string& arg);
+
+// [moe layers, experts] int64 on the CPU: kept assignments over the windows of
+// `val`, summed over the data-parallel ranks. Collective.
+torch::Tensor count_routed_assignments(Transformer& model, const ValidationSet& val,
+                                       int64_t batch_seqs, Communicator* dp,
+                                       const torch::Device& device);
+
+struct SetCounts {
+  std::string name;
+  torch::Tensor counts_LE;  // count_routed_assignments
+};
+
+// The report as JSON: `layers` are the block indices of the MoE layers (the
+// rows of every set's counts), `top` how many top experts each set lists.
+nlohmann::json routing_report(const std::vector<SetCounts>& sets,
+                              const std::vector<int64_t>& layers, int64_t top);
+
+// Writes the report atomically into `dir`: routing.json, and as CSV
+// routing_experts.csv (layer,set,expert,assignments,share), routing_sets.csv
+// (layer,set,assignments,entropy,top_experts) and routing_jsd.csv
+// (layer,set_a,set_b,jsd; layer "mean" for the mean over layers).
+void write_routing_report(const nlohmann::json& report, const std::string& dir);
+
+struct RoutingAnalysisOptions {
+  std::string checkpoint;
+  std::vector<std::string> sets;  // NAME=DATASET
+  std::string split = "val";
+  std::string out_dir = "routing";
+  int64_t batches = 0;  // forward passes per set (0 = every window)
+  int64_t batch_seqs = 16;
+  int64_t ep = 1;
+  int64_t top = 3;
+};
+
+// Loads the checkpoint, counts every set and returns the report; rank 0
+// writes it to out_dir. Collective.
+nlohmann::json analyze_routing(const RoutingAnalysisOptions& opts);
+
+}  // namespace moelab
