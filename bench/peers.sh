@@ -47,15 +47,19 @@ grep -q "precision auto -> bf16" <<<"$header" && auto_bf16=1
 precisions=(fp32 auto)
 [ "$device" = cuda ] && precisions=(fp32 bf16)
 
-printf '\n%-22s %-9s %10s %10s %7s %12s %7s\n' shape precision moelab peer ratio peer-compile ratio
+gemm_path() { sed -n "s/.*experts' GEMMs: \([a-z_0-9]*\).*/\1/p" | head -n 1; }
+printf '\n%-22s %-9s %10s %10s %7s %12s %7s  %s\n' shape precision moelab peer ratio peer-compile ratio \
+  "experts' GEMMs"
 for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
   IFS=: read -r name experts topk ffn <<<"$shape"
   for precision in "${precisions[@]}"; do
     peer_flags=(--experts "$experts" --topk "$topk" --ffn "$ffn" --threads "$threads" --steps "$steps"
       --device "$device" --batch "$batch")
     { [ "$precision" = bf16 ] || { [ "$precision" = auto ] && [ "$auto_bf16" = 1 ]; }; } && peer_flags+=(--bf16)
-    ours=$("$bench" --steps "$steps" "${common[@]}" --experts "$experts" --top-k "$topk" \
-      --ffn "$ffn" --precision "$precision" | tokens_per_s)
+    run=$("$bench" --steps "$steps" "${common[@]}" --experts "$experts" --top-k "$topk" \
+      --ffn "$ffn" --precision "$precision")
+    ours=$(tokens_per_s <<<"$run")
+    path=$(gemm_path <<<"$run")
     eager=$("$python" "$peer" "${peer_flags[@]}" | tokens_per_s)
     compiled=0
     if [ "${PEERS_COMPILE:-1}" = 1 ]; then
@@ -65,8 +69,9 @@ for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
     [ "$experts" = 0 ] && what="$name ff${ffn}"
     label="$precision"
     [ "$precision" = auto ] && label="auto:$([ "$auto_bf16" = 1 ] && echo bf16 || echo fp32)"
-    printf '%-22s %-9s %10s %10s %7s %12s %7s\n' "$what" "$label" \
-      "$ours" "$eager" "$(ratio "$ours" "$eager")" "${compiled:-0}" "$(ratio "$ours" "${compiled:-0}")"
+    printf '%-22s %-9s %10s %10s %7s %12s %7s  %s\n' "$what" "$label" \
+      "$ours" "$eager" "$(ratio "$ours" "$eager")" "${compiled:-0}" "$(ratio "$ours" "${compiled:-0}")" \
+      "${path:--}"
   done
 done
 [ "$device" = cuda ] && exit 0

@@ -64,6 +64,12 @@ void add_routing_obstacles(const MoeConfig& e, const std::string& name,
   if (e.route_scale != 1.0) {
     out.push_back(fmt::format("moe.route_scale = {} ({} has no scale)", e.route_scale, name));
   }
+  if (e.topk_groups < e.n_groups) {
+    out.push_back(
+        fmt::format("moe.n_groups = {} with moe.topk_groups = {} ({} routes among all "
+                    "experts)",
+                    e.n_groups, e.topk_groups, name));
+  }
   if (!e.expert_widths.empty())
     out.push_back("moe.expert_widths (" + name + "'s experts are equal)");
   if (e.capacity_factor != 0)

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -40,15 +42,26 @@ double seconds_of_forward_backward(ExpertsImpl& experts, const DispatchedTokens&
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Routing is never even: the groups run from half the mean to 1.5 times it, as
-// an early step's might, so that the padded path pays for its padding.
-std::vector<int64_t> uneven_counts(int64_t experts, int64_t mean) {
-  std::vector<int64_t> counts;
-  for (int64_t e = 0; e < experts; ++e) {
-    const double spread = experts > 1 ? double(e) / double(experts - 1) - 0.5 : 0.0;
-    counts.push_back(std::max<int64_t>(1, std::llround(double(mean) * (1.0 + spread))));
+// Rows for one timed pass, as routing gives them: never even (each group from
+// half the mean to 1.5 times it, so that the padded path pays for its padding)
+// and never twice the same (LibTorch's GEMM prepares a kernel per shape, which
+// a probe repeating one shape would get for free, and training does not).
+DispatchedTokens routed_rows(const ExpertShape& shape, int64_t mean, std::mt19937& rng,
+                             at::Generator& values) {
+  std::uniform_real_distribution<double> share(0.5, 1.5);
+  DispatchedTokens dispatched;
+  for (int64_t e = 0; e < shape.experts; ++e) {
+    dispatched.counts.push_back(std::max<int64_t>(1, std::llround(double(mean) * share(rng))));
   }
-  return counts;
+  const int64_t rows = std::accumulate(dispatched.counts.begin(), dispatched.counts.end(), 0L);
+  dispatched.tokens =
+      torch::randn({rows, shape.d_model}, values).to(shape.device, shape.dtype).requires_grad_();
+  return dispatched;
+}
+
+double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -92,21 +105,26 @@ std::vector<PathTiming> time_expert_paths(const ExpertShape& shape, int64_t rows
   std::iota(ids.begin(), ids.end(), 0);
   Experts experts(shape.d_model, shape.widths.front(), ids);
   experts->to(shape.device);
-  for (auto& p : experts->parameters()) torch::nn::init::normal_(p, 0.0, 0.02);
-  const auto options = torch::TensorOptions().dtype(shape.dtype).device(shape.device);
-  DispatchedTokens dispatched;
-  dispatched.counts = uneven_counts(shape.experts, rows_per_expert);
-  const int64_t rows = std::accumulate(dispatched.counts.begin(), dispatched.counts.end(), 0L);
-  dispatched.tokens = torch::randn({rows, shape.d_model}, options).requires_grad_();
+  // Generators of its own: measuring leaves the run's random state as it was.
+  std::mt19937 rng(0);
+  auto values = at::detail::createCPUGenerator(0);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : experts->parameters()) {
+      p.copy_(torch::randn(p.sizes(), values).mul_(0.02));
+    }
+  }
   std::vector<PathTiming> timings;
   for (ExpertGemm path : runnable_paths(shape)) {
     experts->set_path(path);
-    seconds_of_forward_backward(*experts, dispatched);  // warm-up: packing, allocator, oneDNN
-    double best = std::numeric_limits<double>::infinity();
+    // Warm-up: the allocator, the CPU kernels' packing buffers.
+    seconds_of_forward_backward(*experts, routed_rows(shape, rows_per_expert, rng, values));
+    std::vector<double> seconds;
     for (int r = 0; r < repeats; ++r) {
-      best = std::min(best, seconds_of_forward_backward(*experts, dispatched));
+      seconds.push_back(
+          seconds_of_forward_backward(*experts, routed_rows(shape, rows_per_expert, rng, values)));
     }
-    timings.push_back({path, best});
+    timings.push_back({path, median(seconds)});
   }
   return timings;
 }

@@ -49,12 +49,12 @@ ExpertGemm rule_path(const ExpertShape& shape);
 
 struct PathTiming {
   ExpertGemm path;
-  double seconds;  // one forward and backward, the fastest of the repeats
+  double seconds;  // one forward and backward, the median of the repeats
 };
 
 // Times a forward and backward of experts of `shape` (fresh random weights)
 // through each runnable path, on `rows_per_expert` rows each on average (from
-// half to 1.5 times as many).
+// half to 1.5 times as many, other counts each pass).
 std::vector<PathTiming> time_expert_paths(const ExpertShape& shape, int64_t rows_per_expert,
                                           int repeats = 5);
 

@@ -372,6 +372,8 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
       {[](Config& c) { c.moe.score = Score::kSigmoid; },
        "MixtralForCausalLM: moe.score = \"sigmoid\""},
       {[](Config& c) { c.moe.route_scale = 2.5; }, "MixtralForCausalLM: moe.route_scale = 2.5"},
+      {[](Config& c) { c.moe.n_groups = 2; },
+       "MixtralForCausalLM: moe.n_groups = 2 with moe.topk_groups = 1"},
       {[&](Config& c) {
          shared(c);
          c.moe.balance = Balance::kAuxFree;

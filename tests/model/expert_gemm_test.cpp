@@ -70,5 +70,16 @@ TEST(ExpertGemm, EveryRunnablePathIsTimedOnce) {
   EXPECT_NE(describe(timings).find("per_expert "), std::string::npos) << describe(timings);
 }
 
+// A run measures after its weights are drawn: measuring must not move the
+// random state that dropout-free training still reads (the data order, a
+// resume that did not measure).
+TEST(ExpertGemm, TimingLeavesTheRandomStateAsItWas) {
+  torch::manual_seed(11);
+  const auto expected = torch::rand({4});
+  torch::manual_seed(11);
+  time_expert_paths(shape(torch::kFloat), 4, 1);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+}
+
 }  // namespace
 }  // namespace moelab
