@@ -54,12 +54,15 @@ struct PathTiming {
 
 // Times a forward and backward of experts of `shape` (fresh random weights)
 // through each runnable path, on `rows_per_expert` rows each on average (from
-// half to 1.5 times as many, other counts each pass).
+// half to 1.5 times as many, other counts each pass): a warm-up, then up to
+// `repeats` passes while the path has taken less than a second.
 std::vector<PathTiming> time_expert_paths(const ExpertShape& shape, int64_t rows_per_expert,
                                           int repeats = 5);
 
 // The fastest path, but `incumbent` (the rule's) unless another beats it by
-// 10%: paths within noise of each other do not flip between two runs.
+// 10%: paths within noise of each other do not flip between two runs. An
+// incumbent under a millisecond a pass stays too: there is nothing to win, and
+// timings that short are a loaded machine's noise.
 ExpertGemm fastest_path(const std::vector<PathTiming>& timings, ExpertGemm incumbent);
 
 // A run's path and why it runs it.

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "model/experts.h"
@@ -40,10 +41,13 @@ ExpertGemmChoice forced(const Config& cfg, const ExpertShape& shape) {
 }
 
 ExpertGemmChoice measured(const ExpertShape& shape, int64_t rows_per_expert, Communicator& world) {
+  const auto start = std::chrono::steady_clock::now();
   const auto timings = time_expert_paths(shape, rows_per_expert);
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
   return {rank0s_path(fastest_path(timings, rule_path(shape)), world),
-          fmt::format("measured on rank 0, {} at {} rows each, forward and backward: {}",
-                      describe(shape), rows_per_expert, describe(timings))};
+          fmt::format("measured on rank 0 in {:.1f} s, {} at {} rows each, forward and "
+                      "backward: {}",
+                      spent.count(), describe(shape), rows_per_expert, describe(timings))};
 }
 
 ExpertGemmChoice resolve(const Config& cfg, const ExpertShape& shape, int64_t rows_per_expert,

@@ -45,7 +45,7 @@ TEST(ExpertGemm, TheRuleTakesTheGroupedKernelElsePaddedBf16OnACpuElsePerExpert) 
   EXPECT_EQ(rule_path(shape(torch::kFloat, {24})), ExpertGemm::kPerExpert);
 }
 
-TEST(ExpertGemm, TheIncumbentStaysUnlessAnotherIsTenPercentFaster) {
+TEST(ExpertGemm, TheIncumbentStaysUnlessAnotherIsTenPercentFasterAndItTakesAMillisecond) {
   const auto timings = [](double grouped, double per_expert) {
     return std::vector<PathTiming>{{ExpertGemm::kGrouped, grouped},
                                    {ExpertGemm::kPerExpert, per_expert},
@@ -54,6 +54,9 @@ TEST(ExpertGemm, TheIncumbentStaysUnlessAnotherIsTenPercentFaster) {
   EXPECT_EQ(fastest_path(timings(0.50, 0.47), ExpertGemm::kGrouped), ExpertGemm::kGrouped);
   EXPECT_EQ(fastest_path(timings(0.50, 0.40), ExpertGemm::kGrouped), ExpertGemm::kPerExpert);
   EXPECT_EQ(fastest_path(timings(0.30, 0.40), ExpertGemm::kPerExpert), ExpertGemm::kGrouped);
+  // Under a millisecond, nothing to win.
+  EXPECT_EQ(fastest_path(timings(3e-4, 1e-4), ExpertGemm::kGrouped), ExpertGemm::kGrouped);
+  EXPECT_EQ(fastest_path(timings(3e-3, 1e-3), ExpertGemm::kGrouped), ExpertGemm::kPerExpert);
   // An incumbent that was not timed does not stand in the way.
   EXPECT_EQ(fastest_path(timings(0.5, 0.6), ExpertGemm::kGroupedAvx512), ExpertGemm::kGrouped);
 }
