@@ -212,7 +212,7 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                 "--set " + f.key + "=bogus: " + f.key + " = \"bogus\": expected " + f.allowed());
     }
   }
-  EXPECT_EQ(choice_keys, 17);
+  EXPECT_EQ(choice_keys, 18);
 }
 
 TEST(Config, DidYouMean) {
