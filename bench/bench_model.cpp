@@ -121,11 +121,10 @@ void print_op_profile(const std::vector<profiler::KinetoEvent>& events, int step
 // forced by --expert-gemm), printed with its reason.
 void choose_path(const Config& cfg, TransformerImpl& model, int64_t tokens,
                  const torch::Device& device) {
-  const bool bf16 = resolve_precision(cfg.train.precision, device).precision == Precision::kBf16;
-  const auto shape = expert_shape(cfg, 1, bf16 ? torch::kBFloat16 : torch::kFloat, device);
+  const auto dtype = resolve_precision(cfg.train.precision, device).dtype();
   LocalCommunicator one_rank;
-  const auto choice = choose_expert_gemm(
-      cfg, model, shape, tokens * cfg.moe.top_k / cfg.moe.num_experts, "", one_rank);
+  const auto choice = choose_expert_gemm(cfg, model, expert_shape(cfg, 1, dtype, device),
+                                         balanced_rows_per_expert(cfg, tokens, 1), "", one_rank);
   if (choice.path != ExpertGemm::kAuto) {
     fmt::print("    experts' GEMMs: {} ({})\n", choice_name(choice.path), choice.reason);
   }

@@ -290,6 +290,10 @@ bool grouped_matmul_has_amx() {
 #endif
 }
 
+bool grouped_matmul_cpu_kernel_fits(torch::ScalarType dtype, int64_t k, int64_t n) {
+  return grouped_matmul_has_cpu_kernel(dtype) && k % 16 == 0 && n % 16 == 0;
+}
+
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts, CpuTiles tiles) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 3 && x.size(1) == w.size(1) &&
@@ -302,15 +306,14 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
               "grouped_matmul: the group counts must be >= 0 and sum to x's ", x.size(0), " rows");
 #ifdef MOELAB_BF16_DOT_KERNEL
   const bool bf16 = x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16;
-  // The backward's dx has K columns, so K must suit the tiles as N does.
-  if (bf16 && x.is_cpu() && w.size(1) % 16 == 0 && w.size(2) % 16 == 0 &&
-      grouped_matmul_has_cpu_kernel(torch::kBFloat16)) {
+  if (bf16 && x.is_cpu() &&
+      grouped_matmul_cpu_kernel_fits(torch::kBFloat16, w.size(1), w.size(2))) {
     const bool amx = tiles == CpuTiles::kBest && grouped_matmul_has_amx();
     return GroupedMatmulFunction::apply(x.contiguous(), w, counts, amx);
   }
 #endif
-  if (grouped_matmul_has_cpu_kernel(x.scalar_type()) && x.is_cpu() &&
-      w.scalar_type() == torch::kFloat && w.size(1) % 16 == 0 && w.size(2) % 16 == 0) {
+  if (x.is_cpu() && w.scalar_type() == torch::kFloat &&
+      grouped_matmul_cpu_kernel_fits(x.scalar_type(), w.size(1), w.size(2))) {
     return grouped_matmul_f32(x, w, counts);
   }
   return grouped_mm_fallback(x, w, counts);

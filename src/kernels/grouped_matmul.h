@@ -15,6 +15,9 @@ namespace moelab {
 // AMX-BF16; in fp32, AVX-512F FMAs (grouped_matmul_f32.h).
 bool grouped_matmul_has_cpu_kernel(torch::ScalarType dtype);
 bool grouped_matmul_has_amx();
+// Whether grouped_matmul runs its CPU kernel on `dtype` operands of K x N per
+// group: the 16-column tiles divide N, and the backward's dx (K columns) too.
+bool grouped_matmul_cpu_kernel_fits(torch::ScalarType dtype, int64_t k, int64_t n);
 
 // The kernel's micro-kernel on a CPU that has both: the best (AMX), or the
 // AVX512-BF16 dot products, which tests pin to check them on such CPUs too.

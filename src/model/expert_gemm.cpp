@@ -23,7 +23,8 @@ bool tiles_fit(const ExpertShape& shape, int64_t multiple) {
 
 bool grouped_runs(const ExpertShape& shape) {
   if (shape.device.is_cpu()) {
-    return grouped_matmul_has_cpu_kernel(shape.dtype) && tiles_fit(shape, 16);
+    // Each expert's GEMMs: [d, 2h] for gate and up, [h, d] for down.
+    return grouped_matmul_cpu_kernel_fits(shape.dtype, shape.d_model, shape.widths.front());
   }
   // _grouped_mm wants every row of every operand 16-byte aligned (fp32 on a
   // GPU keeps cuBLAS's per-expert GEMMs).
@@ -75,8 +76,9 @@ bool can_run(ExpertGemm path, const ExpertShape& shape) {
     case ExpertGemm::kGrouped:
       return grouped_runs(shape);
     case ExpertGemm::kGroupedAvx512:
+      // The grouped path where the CPU has AMX, so on AVX512-BF16 tiles the other.
       return shape.device.is_cpu() && shape.dtype == torch::kBFloat16 && grouped_matmul_has_amx() &&
-             tiles_fit(shape, 16);
+             grouped_runs(shape);
     case ExpertGemm::kPadded:
       return true;
     default:

@@ -21,6 +21,11 @@ bool bf16_is_native(const torch::Device& device, const CpuFeatures& cpu = cpu_fe
 struct PrecisionChoice {
   Precision precision;  // kFp32 or kBf16, never kAuto (choice_name spells it for logs)
   std::string reason;   // for the start-up log, e.g. "auto: CPU has avx512_bf16"
+
+  // The dtype matmuls run in.
+  torch::ScalarType dtype() const {
+    return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
+  }
 };
 
 // Resolves kAuto on `device` with `cpu`'s features; kFp32 and kBf16 are kept

@@ -63,6 +63,10 @@ ExpertGemmChoice resolve(const Config& cfg, const ExpertShape& shape, int64_t ro
 
 }  // namespace
 
+int64_t balanced_rows_per_expert(const Config& cfg, int64_t tokens, int64_t ep) {
+  return std::max<int64_t>(1, tokens * cfg.moe.top_k * ep / cfg.moe.num_experts);
+}
+
 ExpertGemm rank0s_path(ExpertGemm mine, Communicator& world) {
   auto path = torch::tensor({static_cast<int64_t>(mine)});
   world.broadcast(path, 0);

@@ -20,6 +20,10 @@ namespace moelab {
 ExpertShape expert_shape(const Config& cfg, int64_t ep, torch::ScalarType dtype,
                          const torch::Device& device);
 
+// The rows each expert gets from `tokens` tokens a rank (one micro-batch)
+// under balanced routing: an expert's rows come from the ep ranks sharing it.
+int64_t balanced_rows_per_expert(const Config& cfg, int64_t tokens, int64_t ep);
+
 // Rank 0's `mine`, on every rank of `world` (collective).
 ExpertGemm rank0s_path(ExpertGemm mine, Communicator& world);
 

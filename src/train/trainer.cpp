@@ -145,13 +145,11 @@ void Trainer::resume_or_init() {
 }
 
 void Trainer::choose_expert_gemm() {
-  const auto dtype = precision_.precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
   const int64_t ep = plan_.groups().ep_size;
-  // Balanced routing: each expert's rows come from the ep ranks that share it.
-  const int64_t rows_per_expert = std::max<int64_t>(
-      1, micro_seqs_ * cfg_.model.seq_len * cfg_.moe.top_k * ep / cfg_.moe.num_experts);
-  expert_gemm_ = moelab::choose_expert_gemm(cfg_, *model_, expert_shape(cfg_, ep, dtype, device_),
-                                            rows_per_expert, state_.expert_gemm, plan_.control());
+  expert_gemm_ = moelab::choose_expert_gemm(
+      cfg_, *model_, expert_shape(cfg_, ep, precision_.dtype(), device_),
+      balanced_rows_per_expert(cfg_, micro_seqs_ * cfg_.model.seq_len, ep), state_.expert_gemm,
+      plan_.control());
   if (expert_gemm_.path == ExpertGemm::kAuto) return;
   state_.expert_gemm = choice_name(expert_gemm_.path);
   if (rank_ == 0) {
@@ -171,7 +169,7 @@ void Trainer::open_logs(const nlohmann::json& places) {
     tensorboard_ = std::make_unique<TensorBoardLog>(cfg_.train.out_dir, resumed_step_);
   }
   progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
-  const auto dtype = precision_.precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
+  const auto dtype = precision_.dtype();
   peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
   if (dtype == torch::kBFloat16 && !bf16_is_native(device_)) {
     const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device_);
