@@ -66,6 +66,31 @@ void print_grid(const StudyPlan& plan) {
   }
 }
 
+// A staged study's order: each variant's stage and start, and the tokens and
+// FLOPs its runs train themselves and inherit from their parents' chain.
+void print_stages(const StudyPlan& plan) {
+  int64_t last_stage = 0;
+  for (const auto& v : plan.variants) last_stage = std::max(last_stage, v.stage);
+  if (last_stage == 0) return;
+  const size_t w = name_width(plan);
+  std::cout << fmt::format(
+      "\nstages (a run starts once its parent's run of the same seed has finished; "
+      "per run):\n{:>5} {:<{}} {:<{}} {:>7} {:>8} {:>12} {:>12} {:>11} {:>11} {:>11}\n",
+      "stage", "variant", w, "from", w, "step", "convert", "tokens", "inherited", "FLOPs",
+      "inherited", "total");
+  for (int64_t stage = 0; stage <= last_stage; ++stage) {
+    for (const auto& v : plan.variants) {
+      if (v.stage != stage) continue;
+      std::cout << fmt::format(
+          "{:>5} {:<{}} {:<{}} {:>7} {:>8} {:>12} {:>12} {:>11.4g} {:>11.4g} {:>11.4g}\n", stage,
+          v.name, w, v.parent.empty() ? "-" : v.parent, w,
+          v.parent.empty() ? "-" : std::to_string(v.from_step), v.convert.empty() ? "-" : v.convert,
+          v.tokens, v.inherited_tokens, v.own_flops(), v.inherited_flops,
+          v.own_flops() + v.inherited_flops);
+    }
+  }
+}
+
 void print_plan(const StudyPlan& plan) {
   std::cout << fmt::format("study '{}': {} variants x {} seeds = {} runs in {}\n\n", plan.name,
                            plan.variants.size(), plan.seeds.size(), plan.runs.size(),
@@ -76,14 +101,15 @@ void print_plan(const StudyPlan& plan) {
                            "command (run dir = config's folder)");
   const std::string binary = current_executable();
   for (const auto& run : plan.runs) {
-    for (const auto& v : plan.variants) {
-      if (v.name != run.variant) continue;
-      std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>11.4g} {:>7} {:>12}  {}\n", v.name, w,
-                               run.seed, v.total_params, v.active_params, v.flops_per_token,
-                               run.cfg.train.max_steps, v.tokens,
-                               shell_join(train_command(run, plan.ranks, binary)));
-    }
+    const PlannedVariant& v = planned_variant(plan, run.variant);
+    const auto start = start_command(run, binary);
+    std::cout << fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>11.4g} {:>7} {:>12}  {}{}\n", v.name, w,
+                             run.seed, v.total_params, v.active_params, v.flops_per_token,
+                             run.cfg.train.max_steps, v.tokens,
+                             start.empty() ? "" : shell_join(start) + " && ",
+                             shell_join(train_command(run, plan.ranks, binary)));
   }
+  print_stages(plan);
   for (const auto& v : plan.variants) {
     if (!v.match) continue;
     std::cout << fmt::format(
@@ -123,15 +149,21 @@ void run_study(const StudyOptions& o) {
   const int64_t parallel = o.parallel > 0 ? o.parallel : spec.parallel_runs;
   const auto outcomes = run_study_locally(plan, parallel, current_executable(), visible_gpu_ids());
   write_study_report(plan, plan.out_root, !o.no_plots);
-  size_t failed = 0;
+  size_t failed = 0, not_started = 0;
   for (const auto& r : outcomes) {
-    if (r.status != LocalRunOutcome::Status::kFailed) continue;
-    ++failed;
-    spdlog::error("failed: {} seed {} ({})", r.variant, r.seed, r.detail);
+    if (r.status == LocalRunOutcome::Status::kFailed) {
+      ++failed;
+      spdlog::error("failed: {} seed {} ({})", r.variant, r.seed, r.detail);
+    } else if (r.status == LocalRunOutcome::Status::kNotStarted) {
+      ++not_started;
+      spdlog::error("{} seed {}: {}", r.variant, r.seed, r.detail);
+    }
   }
-  if (failed > 0) {
+  if (failed + not_started > 0) {
     throw std::runtime_error(
-        fmt::format("{} of {} runs failed (listed above)", failed, outcomes.size()));
+        fmt::format("{} of {} runs failed and {} were not started as their "
+                    "parent runs did not finish (listed above)",
+                    failed, outcomes.size(), not_started));
   }
 }
 

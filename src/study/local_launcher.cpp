@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 
@@ -141,14 +143,12 @@ class LocalStudyRunner {
   }
 
   std::vector<LocalRunOutcome> run_all() {
-    const std::vector<size_t> pending = runs_to_do();
-    size_t next = 0;
-    while (next < pending.size() || !running_.empty()) {
-      while (next < pending.size() && !free_slots_.empty()) {
-        start(pending[next], next + 1, pending.size());
-        ++next;
-      }
-      if (!running_.empty()) wait_for_one();
+    std::vector<size_t> waiting = runs_to_do();
+    total_ = waiting.size();
+    while (!waiting.empty() || !running_.empty()) {
+      start_ready(waiting);
+      if (running_.empty()) break;
+      wait_for_one();
     }
     return outcomes_;
   }
@@ -158,9 +158,10 @@ class LocalStudyRunner {
     size_t index;  // into plan.runs
     size_t slot;   // into slots_
     Stopwatch started;
+    bool converting = false;  // writing the run's converted start, then training
   };
 
-  // The runs without a DONE file, in plan order.
+  // The runs without a DONE file, parents' stages first, else in plan order.
   std::vector<size_t> runs_to_do() {
     std::vector<size_t> pending;
     for (size_t i = 0; i < plan_.runs.size(); ++i) {
@@ -171,34 +172,104 @@ class LocalStudyRunner {
         spdlog::info("{} seed {}: already done, skipped", run.variant, run.seed);
       } else {
         pending.push_back(i);
+        unfinished_.insert(i);
       }
     }
+    std::stable_sort(pending.begin(), pending.end(),
+                     [&](size_t a, size_t b) { return stage_of(a) < stage_of(b); });
     return pending;
   }
 
-  // Starts run i (the n-th of total) in the last free slot.
-  void start(size_t i, size_t n, size_t total) {
-    const PlannedRun& run = plan_.runs[i];
-    const std::string log = run.dir + "/train.log";
-    const auto argv = train_command(run, plan_.ranks, binary_);
-    const size_t slot = free_slots_.back();
-    const std::string& devices = slots_[slot];
-    const auto run_env =
-        devices.empty() ? env_ : with_variable(env_, "CUDA_VISIBLE_DEVICES", devices);
-    spdlog::info("[{}/{}] {} seed {}: started ({}{}), log {}", n, total, run.variant, run.seed,
-                 devices.empty() ? "" : "CUDA_VISIBLE_DEVICES=" + devices + " ", shell_join(argv),
-                 log);
-    try {
-      running_[spawn_run(argv, run_env, log)] = Running{i, slot, Stopwatch()};
-      free_slots_.pop_back();
-    } catch (const std::exception& e) {
-      outcomes_[i].status = LocalRunOutcome::Status::kFailed;
-      outcomes_[i].detail = e.what();
-      spdlog::error("{} seed {}: {}", run.variant, run.seed, e.what());
+  int64_t stage_of(size_t i) const { return planned_variant(plan_, plan_.runs[i].variant).stage; }
+
+  // The run of the same seed that run i starts from, if it is staged.
+  std::optional<size_t> parent_of(size_t i) const {
+    const std::string& parent = planned_variant(plan_, plan_.runs[i].variant).parent;
+    for (size_t p = 0; p < plan_.runs.size() && !parent.empty(); ++p) {
+      if (plan_.runs[p].variant == parent && plan_.runs[p].seed == plan_.runs[i].seed) return p;
+    }
+    return std::nullopt;
+  }
+
+  // Starts every waiting run whose parent has finished while slots are free;
+  // a run whose parent failed or was not started is not started either.
+  void start_ready(std::vector<size_t>& waiting) {
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const size_t i = *it;
+      const auto parent = parent_of(i);
+      if (parent && unfinished_.count(*parent)) {
+        ++it;
+        continue;
+      }
+      if (parent && !ended_well(*parent)) {
+        not_started(i, *parent);
+      } else if (free_slots_.empty()) {
+        ++it;
+        continue;
+      } else {
+        start(i);
+      }
+      it = waiting.erase(it);
     }
   }
 
-  // Waits for one of the running children to end and records its outcome.
+  bool ended_well(size_t i) const {
+    return outcomes_[i].status == LocalRunOutcome::Status::kSkipped ||
+           outcomes_[i].status == LocalRunOutcome::Status::kFinished;
+  }
+
+  void not_started(size_t i, size_t parent) {
+    const PlannedRun& run = plan_.runs[i];
+    unfinished_.erase(i);
+    outcomes_[i].status = LocalRunOutcome::Status::kNotStarted;
+    outcomes_[i].detail =
+        "not started: it starts from " + plan_.runs[parent].variant + " seed " +
+        std::to_string(run.seed) + ", which " +
+        (outcomes_[parent].status == LocalRunOutcome::Status::kFailed ? "failed"
+                                                                      : "was not started");
+    spdlog::error("{} seed {}: {}", run.variant, run.seed, outcomes_[i].detail);
+  }
+
+  // Starts run i in the last free slot: its conversion first when its
+  // converted start is not written yet (an interrupted one is redone), else
+  // its training.
+  void start(size_t i) {
+    const PlannedRun& run = plan_.runs[i];
+    const bool converting =
+        !run.start_args.empty() && !std::filesystem::exists(run.cfg.train.init_from);
+    const size_t slot = free_slots_.back();
+    spdlog::info("[{}/{}] {} seed {}: started", ++started_, total_, run.variant, run.seed);
+    if (spawn_step(i, slot, converting, Stopwatch())) free_slots_.pop_back();
+  }
+
+  // Spawns run i's conversion or training in `slot`; false (the run failed)
+  // when it cannot start.
+  bool spawn_step(size_t i, size_t slot, bool converting, Stopwatch since) {
+    const PlannedRun& run = plan_.runs[i];
+    const std::string log = run.dir + "/train.log";
+    const auto argv =
+        converting ? start_command(run, binary_) : train_command(run, plan_.ranks, binary_);
+    const std::string& devices = slots_[slot];
+    const auto run_env =
+        devices.empty() ? env_ : with_variable(env_, "CUDA_VISIBLE_DEVICES", devices);
+    spdlog::info("{} seed {}: {}{}{}, log {}", run.variant, run.seed,
+                 converting ? "writing its start: " : "",
+                 devices.empty() ? "" : "CUDA_VISIBLE_DEVICES=" + devices + " ", shell_join(argv),
+                 log);
+    try {
+      running_[spawn_run(argv, run_env, log)] = Running{i, slot, since, converting};
+      return true;
+    } catch (const std::exception& e) {
+      unfinished_.erase(i);
+      outcomes_[i].status = LocalRunOutcome::Status::kFailed;
+      outcomes_[i].detail = e.what();
+      spdlog::error("{} seed {}: {}", run.variant, run.seed, e.what());
+      return false;
+    }
+  }
+
+  // Waits for one of the running children to end and records its outcome; a
+  // finished conversion goes on to train in the same slot.
   void wait_for_one() {
     int status = 0;
     pid_t pid = 0;
@@ -209,22 +280,31 @@ class LocalStudyRunner {
     if (pid < 0 || it == running_.end()) return;  // not one of ours
     const Running ended = it->second;
     running_.erase(it);
+    const bool exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ended.converting && exited_0 &&
+        std::filesystem::exists(plan_.runs[ended.index].cfg.train.init_from)) {
+      if (spawn_step(ended.index, ended.slot, false, ended.started)) return;
+    } else {
+      record_outcome(ended.index, status, ended.started.seconds(), ended.converting);
+    }
     free_slots_.push_back(ended.slot);
-    record_outcome(ended.index, status, ended.started.seconds());
   }
 
-  void record_outcome(size_t i, int status, double seconds) {
+  void record_outcome(size_t i, int status, double seconds, bool converting) {
     const PlannedRun& run = plan_.runs[i];
     LocalRunOutcome& outcome = outcomes_[i];
+    unfinished_.erase(i);
     const bool exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (exited_0 && std::filesystem::exists(run.dir + "/DONE")) {
+    if (!converting && exited_0 && std::filesystem::exists(run.dir + "/DONE")) {
       outcome.status = LocalRunOutcome::Status::kFinished;
       spdlog::info("{} seed {}: finished in {:.1f} s", run.variant, run.seed, seconds);
       return;
     }
+    const std::string missing =
+        converting ? " but no " + run.cfg.train.init_from : " but no DONE file";
     outcome.status = LocalRunOutcome::Status::kFailed;
-    outcome.detail = describe_exit(status) + (exited_0 ? " but no DONE file" : "") + ", log " +
-                     run.dir + "/train.log";
+    outcome.detail = (converting ? "writing its start: " : "") + describe_exit(status) +
+                     (exited_0 ? missing : "") + ", log " + run.dir + "/train.log";
     outcome.log_tail = last_lines(run.dir + "/train.log", 20);
     spdlog::error("{} seed {}: failed after {:.1f} s ({}); the log ends:{}", run.variant, run.seed,
                   seconds, outcome.detail, outcome.log_tail);
@@ -237,6 +317,8 @@ class LocalStudyRunner {
   std::vector<size_t> free_slots_;
   std::map<pid_t, Running> running_;
   std::vector<LocalRunOutcome> outcomes_;
+  std::set<size_t> unfinished_;  // waiting or running
+  size_t started_ = 0, total_ = 0;
 };
 
 }  // namespace

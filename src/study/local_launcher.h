@@ -1,6 +1,8 @@
 // `moelab study run`: every planned run as a child process on this machine, N at
 // a time. Finished runs (a DONE file) are skipped; interrupted ones resume via
-// `--resume auto`; a failed run does not stop the others.
+// `--resume auto`; a failed run does not stop the others. A staged run starts
+// once its parent run (same seed) has finished, after writing its converted
+// start if it has one; a run whose parent failed is not started.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,8 @@
 namespace moelab {
 
 struct LocalRunOutcome {
-  enum class Status { kSkipped, kFinished, kFailed };
+  // kNotStarted: a staged run whose parent run failed or was not started.
+  enum class Status { kSkipped, kFinished, kFailed, kNotStarted };
   std::string variant;
   int64_t seed = 0;
   Status status = Status::kSkipped;

@@ -11,6 +11,7 @@
 
 #include "study/axis_report.h"
 #include "study/rate_report.h"
+#include "study/stage_report.h"
 #include "study/support_files.h"
 #include "study/task_report.h"
 #include "study/train_command.h"
@@ -21,13 +22,6 @@ namespace moelab {
 namespace {
 
 using nlohmann::json;
-
-const RunResult* find_run(const std::vector<RunResult>& runs, const std::string& variant,
-                          int64_t seed) {
-  for (const auto& r : runs)
-    if (r.variant == variant && r.seed == seed) return &r;
-  return nullptr;
-}
 
 std::string millions(int64_t params) {
   return fmt::format("{:.3f}M", double(params) / 1e6);
@@ -116,6 +110,7 @@ json summary_json(const StudyReport& report) {
                          {"final_val_loss", mean_std_json(p.final_gap)}});
   }
   j.update(task_summary_json(report));
+  j.update(stage_summary_json(report));
   j["excluded_runs"] = json::array();
   for (const auto& r : report.runs) {
     if (!r.done) {
@@ -139,6 +134,13 @@ std::string python_with_matplotlib() {
 }
 
 }  // namespace
+
+const RunResult* find_run(const std::vector<RunResult>& runs, const std::string& variant,
+                          int64_t seed) {
+  for (const auto& r : runs)
+    if (r.variant == variant && r.seed == seed) return &r;
+  return nullptr;
+}
 
 std::string named_curves_csv(const StudyReport& report,
                              std::vector<std::pair<std::string, double>> ValPoint::*values,
@@ -249,6 +251,7 @@ std::string summary_markdown(const StudyReport& report) {
                         format_mean_std(p.best_gap), format_mean_std(p.final_gap));
     }
   }
+  md += stage_summary_markdown(report);
   md += task_summary_markdown(report);
   md += axis_summary_markdown(report, report.axis_order);
   md += rate_summary_markdown(report);

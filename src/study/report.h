@@ -40,6 +40,10 @@ struct StudyReport {
 
 StudyReport build_report(const StudyPlan& plan);
 
+// The run of `variant` and `seed` among `runs`, or nullptr.
+const RunResult* find_run(const std::vector<RunResult>& runs, const std::string& variant,
+                          int64_t seed);
+
 // Every finished run's named values per validation point (a ValPoint member:
 // its sets' losses, its task scores), one row each:
 // variant,seed,<name_column>,step,tokens,<value_column>.

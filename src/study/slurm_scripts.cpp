@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -134,6 +135,23 @@ std::string run_capturing(const std::string& command) {
   return out;
 }
 
+// The variants by stage (parents before their children), else in plan order.
+std::vector<const PlannedVariant*> in_stage_order(const StudyPlan& plan) {
+  std::vector<const PlannedVariant*> order;
+  for (const auto& v : plan.variants) order.push_back(&v);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto* a, const auto* b) { return a->stage < b->stage; });
+  return order;
+}
+
+// The shell line that writes a run's converted start unless it is there ("" for
+// a run without one).
+std::string start_line(const PlannedRun& run, const std::string& binary) {
+  const auto command = start_command(run, binary);
+  if (command.empty()) return "";
+  return "[[ -d " + shell_quote(run.cfg.train.init_from) + " ]] || " + shell_join(command);
+}
+
 }  // namespace
 
 std::string render_template(const std::string& text,
@@ -198,12 +216,14 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
   // opened fails to launch.
   std::filesystem::create_directories(slurm_dir + "/logs");
   std::vector<SlurmJobScript> scripts;
-  for (const auto& v : plan.variants) {
-    std::string seeds, dirs;
+  for (const PlannedVariant* variant : in_stage_order(plan)) {
+    const PlannedVariant& v = *variant;
+    std::string seeds, dirs, starts;
     for (const auto& r : plan.runs) {
       if (r.variant != v.name) continue;
       seeds += (seeds.empty() ? "" : " ") + std::to_string(r.seed);
       dirs += (dirs.empty() ? "" : " ") + shell_quote(r.dir);
+      starts += (starts.empty() ? "" : " ") + shell_quote(start_line(r, binary));
     }
     const std::map<std::string, std::string> values = {
         {"JOB_NAME", plan.name + "-" + v.name},
@@ -214,10 +234,11 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
         {"SBATCH_OPTIONS", sbatch_lines(run_options)},
         {"SEEDS", seeds},
         {"RUN_DIRS", dirs},
+        {"START_COMMANDS", starts},
         {"THREADS", std::to_string(plan.threads)},
         {"MOELAB", shell_quote(binary)},
         {"LAUNCHER", slurm.launcher}};
-    SlurmJobScript script{v.name, slurm_dir + "/" + v.name + ".sbatch"};
+    SlurmJobScript script{v.name, slurm_dir + "/" + v.name + ".sbatch", v.parent};
     write_file_atomically(script.path, render_template(variant_text, values, variant_template));
     scripts.push_back(script);
   }
@@ -226,7 +247,7 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
                                                      {"SBATCH_OPTIONS", sbatch_lines(placement)},
                                                      {"MOELAB", shell_quote(binary)},
                                                      {"OUT_ROOT", shell_quote(plan.out_root)}};
-  SlurmJobScript report{"report", slurm_dir + "/report.sbatch"};
+  SlurmJobScript report{"report", slurm_dir + "/report.sbatch", ""};
   write_file_atomically(report.path, render_template(report_text, values, report_template));
   scripts.push_back(report);
   return scripts;
@@ -234,15 +255,19 @@ std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const Slu
 
 std::vector<std::string> submit_slurm_scripts(const std::vector<SlurmJobScript>& scripts) {
   std::vector<std::string> ids;
+  std::map<std::string, std::string> id_of;
   std::string dependency;
   for (size_t i = 0; i < scripts.size(); ++i) {
     const bool is_report = i + 1 == scripts.size();
     std::string command = "sbatch --parsable";
     if (is_report && !dependency.empty()) command += " --dependency=afterok" + dependency;
+    if (!scripts[i].parent.empty())
+      command += " --dependency=afterok:" + id_of.at(scripts[i].parent);
     command += " " + shell_quote(scripts[i].path);
     const std::string id = parse_sbatch_job_id(run_capturing(command));
     spdlog::info("submitted {} as job {}", scripts[i].path, id);
     ids.push_back(id);
+    id_of[scripts[i].name] = id;
     dependency += ":" + id;
   }
   return ids;

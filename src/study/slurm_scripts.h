@@ -13,18 +13,21 @@
 namespace moelab {
 
 struct SlurmJobScript {
-  std::string name;  // variant name, or "report"
-  std::string path;  // <out_root>/slurm/<name>.sbatch
+  std::string name;    // variant name, or "report"
+  std::string path;    // <out_root>/slurm/<name>.sbatch
+  std::string parent;  // a staged variant's parent (its job must end well first)
 };
 
-// Writes the scripts (atomically) under <out_root>/slurm/; the report script is
-// last. `template_dir` holds study-variant.sbatch.in and study-report.sbatch.in.
+// Writes the scripts (atomically) under <out_root>/slurm/, parents' stages
+// first; the report script is last. `template_dir` holds study-variant.sbatch.in and
+// study-report.sbatch.in.
 std::vector<SlurmJobScript> write_slurm_scripts(const StudyPlan& plan, const SlurmSpec& slurm,
                                                 const std::string& template_dir,
                                                 const std::string& binary);
 
-// Submits the variant scripts, then the report with --dependency=afterok on all
-// of them; returns the job ids in the order of `scripts`.
+// Submits the variant scripts, a staged variant's with --dependency=afterok on
+// its parent's job array (every seed's run), then the report with afterok on
+// all of them; returns the job ids in the order of `scripts`.
 std::vector<std::string> submit_slurm_scripts(const std::vector<SlurmJobScript>& scripts);
 
 // `{{KEY}}` replaced by values[KEY]; InputError naming `source` for a key

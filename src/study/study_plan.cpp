@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "config/load.h"
 #include "config/param_count.h"
+#include "study/stage_plan.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -34,51 +36,104 @@ int64_t batch_tokens(const Config& cfg) {
                                     : cfg.train.batch_seqs * cfg.model.seq_len;
 }
 
-// Each variant's config before the per-seed settings; matched variants after
-// the variants they match, so a match always sees a finished MoE config.
-std::map<std::string, Config> resolve_variants(const StudySpec& spec,
-                                               std::map<std::string, MatchOutcome>& matches) {
-  const Config base = load_config(spec.base);
-  std::map<std::string, Config> resolved;
-  for (const auto& v : spec.variants) {
-    if (v.match) continue;
-    Config cfg = base;
-    apply_all(cfg, spec.set, "study.set");
-    apply_all(cfg, v.set, "variant '" + v.name + "'");
-    resolved[v.name] = cfg;
-  }
-  for (const auto& v : spec.variants) {
-    if (!v.match) continue;
-    const auto it = resolved.find(v.match->variant);
-    if (it == resolved.end()) {
-      throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
-                       "', which is itself matched; match a variant that is not");
+// Each variant's config, resolved in dependency order: a matched variant after
+// the variant it matches (its config before the budget), a staged one after
+// its parent (the parent's config as it trains, budget applied), so a match
+// sees a finished MoE config and a child its parent's steps.
+class VariantResolver {
+ public:
+  explicit VariantResolver(const StudySpec& spec) : spec_(spec), base_(load_config(spec.base)) {}
+
+  // The config before the compute budget (as a match reads it).
+  const Config& resolved(const VariantSpec& v) {
+    if (auto it = resolved_.find(v.name); it != resolved_.end()) return it->second;
+    if (!visiting_.insert(v.name).second) {
+      throw InputError((v.from ? v.from->origin : v.match->origin) + ": variant '" + v.name +
+                       "' starts from a variant that (through its own from or match) depends "
+                       "on '" +
+                       v.name + "': a cycle");
     }
-    MatchResult r;
-    if (v.match->activation_rate > 0) {
-      try {
-        r = match_moe_total(it->second, v.match->experts, v.match->activation_rate,
-                            count_params(it->second).total);
-      } catch (const InputError& e) {
-        throw InputError(v.match->origin + ": variant '" + v.name + "': " + e.what());
-      }
-    } else if (!it->second.moe.enabled) {
-      throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
-                       "', which is a dense model; match needs an MoE " +
-                       "variant (moe.enabled = true) that is not itself matched");
-    } else {
-      r = match_dense(it->second, v.match->target, v.match->knob);
-    }
-    Config cfg = r.dense;
-    // The variant's own overrides come last (e.g. a different learning rate).
-    apply_all(cfg, v.set, "variant '" + v.name + "'");
-    const int64_t total = count_params(cfg).total;
-    matches[v.name] = MatchOutcome{
-        v.match->variant, v.match->target, v.match->knob,
-        r.target,         total,           double(total - r.target) / double(r.target)};
-    resolved[v.name] = cfg;
+    Config cfg = v.match ? matched(v) : v.from ? staged(v) : plain(v);
+    visiting_.erase(v.name);
+    return resolved_[v.name] = std::move(cfg);
   }
-  return resolved;
+
+  // The config as the variant trains: a budget buys steps of its FLOPs.
+  Config trained(const VariantSpec& v) {
+    Config cfg = resolved(v);
+    try {
+      apply_compute_budget(cfg);
+    } catch (const InputError& e) {
+      throw InputError(spec_.file + ": variant '" + v.name + "': " + e.what());
+    }
+    return cfg;
+  }
+
+  const VariantSpec& spec_of(const std::string& name) const {
+    for (const auto& v : spec_.variants)
+      if (v.name == name) return v;
+    throw InputError(spec_.file + ": no variant '" + name + "'");
+  }
+
+  std::map<std::string, MatchOutcome> matches;
+
+ private:
+  Config plain(const VariantSpec& v) const {
+    Config cfg = base_;
+    apply_all(cfg, spec_.set, "study.set");
+    apply_all(cfg, v.set, "variant '" + v.name + "'");
+    return cfg;
+  }
+
+  Config matched(const VariantSpec& v);
+
+  // The parent's trained config (its budget spent), converted if asked, then
+  // the variant's own overrides (data, schedule, steps).
+  Config staged(const VariantSpec& v) {
+    const std::string context = "variant '" + v.name + "'";
+    Config cfg = trained(spec_of(v.from->variant));
+    cfg.train.compute_budget = 0;
+    if (v.from->convert) cfg = converted_config(cfg, *v.from->convert, context);
+    apply_all(cfg, v.set, context);
+    return cfg;
+  }
+
+  const StudySpec& spec_;
+  const Config base_;
+  std::map<std::string, Config> resolved_;
+  std::set<std::string> visiting_;
+};
+
+Config VariantResolver::matched(const VariantSpec& v) {
+  const VariantSpec& target = spec_of(v.match->variant);
+  // A matched variant listed later is not resolved yet: matches do not chain.
+  if (target.match && !resolved_.count(target.name)) {
+    throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
+                     "', which is itself matched; match a variant that is not");
+  }
+  const Config& moe = resolved(target);
+  MatchResult r;
+  if (v.match->activation_rate > 0) {
+    try {
+      r = match_moe_total(moe, v.match->experts, v.match->activation_rate, count_params(moe).total);
+    } catch (const InputError& e) {
+      throw InputError(v.match->origin + ": variant '" + v.name + "': " + e.what());
+    }
+  } else if (!moe.moe.enabled) {
+    throw InputError(v.match->origin + ": variant '" + v.name + "' matches '" + v.match->variant +
+                     "', which is a dense model; match needs an MoE " +
+                     "variant (moe.enabled = true) that is not itself matched");
+  } else {
+    r = match_dense(moe, v.match->target, v.match->knob);
+  }
+  Config cfg = r.dense;
+  // The variant's own overrides come last (e.g. a different learning rate).
+  apply_all(cfg, v.set, "variant '" + v.name + "'");
+  const int64_t total = count_params(cfg).total;
+  matches[v.name] =
+      MatchOutcome{v.match->variant, v.match->target, v.match->knob,
+                   r.target,         total,           double(total - r.target) / double(r.target)};
+  return cfg;
 }
 
 std::string absolute_path(const std::string& p) {
@@ -109,6 +164,67 @@ void make_data_paths_absolute(Config& cfg) {
   for (auto& task : cfg.eval.tasks) task.dir = absolute_path(task.dir);
 }
 
+PlannedVariant planned_variant_of(const VariantSpec& v, const Config& cfg) {
+  const ParamCounts counts = count_params(cfg);
+  PlannedVariant pv{v.name,
+                    cfg.moe.enabled,
+                    counts.total,
+                    counts.active,
+                    cfg.train.max_steps * batch_tokens(cfg),
+                    std::nullopt,
+                    v.point,
+                    model_flops_per_token(cfg)};
+  if (cfg.moe.enabled) {
+    pv.activation_rate = double(cfg.moe.top_k) / double(cfg.moe.num_experts);
+    pv.top_k = cfg.moe.top_k;
+  }
+  pv.unique_tokens = cfg.data.max_unique_tokens;
+  return pv;
+}
+
+// A staged variant's lineage: its parent's stage + 1 and what the parent chain
+// trained up to the start (the parent's own tokens pro rata to from_step).
+void add_lineage(PlannedVariant& pv, const VariantSpec& v, VariantResolver& resolver,
+                 std::map<std::string, PlannedVariant>& lineage) {
+  const VariantSpec& parent_spec = resolver.spec_of(v.from->variant);
+  const Config parent_cfg = resolver.trained(parent_spec);
+  if (!lineage.count(parent_spec.name)) {
+    PlannedVariant parent = planned_variant_of(parent_spec, parent_cfg);
+    if (parent_spec.from) add_lineage(parent, parent_spec, resolver, lineage);
+    lineage[parent_spec.name] = parent;
+  }
+  const PlannedVariant& parent = lineage.at(parent_spec.name);
+  pv.parent = parent.name;
+  pv.from_step = start_step(parent_cfg, *v.from, "variant '" + v.name + "'");
+  pv.convert = v.from->convert ? v.from->convert->method : "";
+  pv.stage = parent.stage + 1;
+  const int64_t tokens = pv.from_step * batch_tokens(parent_cfg);
+  pv.inherited_tokens = parent.inherited_tokens + tokens;
+  pv.inherited_flops = parent.inherited_flops + double(tokens) * parent.flops_per_token;
+}
+
+PlannedRun plan_run(const StudySpec& spec, const VariantSpec& v, const PlannedVariant& pv,
+                    const Config& cfg, int64_t seed) {
+  PlannedRun run;
+  run.variant = v.name;
+  run.seed = seed;
+  run.dir = spec.out_root + "/" + v.name + "/seed" + std::to_string(seed);
+  run.config = run.dir + "/config.toml";
+  run.cfg = cfg;
+  run.cfg.train.seed = seed;
+  run.cfg.train.out_dir = run.dir;
+  run.cfg.train.threads = spec.threads;
+  make_data_paths_absolute(run.cfg);
+  if (v.from) plan_start(run, *v.from, pv.from_step, spec.out_root);
+  try {
+    validate(run.cfg, int(spec.ranks));
+  } catch (const InputError& e) {
+    throw InputError(spec.file + ": variant '" + v.name + "', seed " + std::to_string(seed) +
+                     " with study.ranks = " + std::to_string(spec.ranks) + ": " + e.what());
+  }
+  return run;
+}
+
 }  // namespace
 
 StudyPlan plan_study(const StudySpec& spec) {
@@ -121,57 +237,27 @@ StudyPlan plan_study(const StudySpec& spec) {
   plan.threads = spec.threads;
   plan.runs_per_gpu = spec.runs_per_gpu;
   for (const auto& axis : spec.axes) plan.axes.push_back(axis.name);
-  std::map<std::string, MatchOutcome> matches;
-  const auto resolved = resolve_variants(spec, matches);
+  VariantResolver resolver(spec);
+  std::map<std::string, PlannedVariant> lineage;
   for (const auto& v : spec.variants) {
-    Config cfg = resolved.at(v.name);
-    // After every override: a budget buys steps of this variant's FLOPs.
-    try {
-      apply_compute_budget(cfg);
-    } catch (const InputError& e) {
-      throw InputError(spec.file + ": variant '" + v.name + "': " + e.what());
-    }
-    const ParamCounts counts = count_params(cfg);
-    PlannedVariant pv{v.name,
-                      cfg.moe.enabled,
-                      counts.total,
-                      counts.active,
-                      cfg.train.max_steps * batch_tokens(cfg),
-                      std::nullopt,
-                      v.point,
-                      model_flops_per_token(cfg)};
-    if (cfg.moe.enabled) {
-      pv.activation_rate = double(cfg.moe.top_k) / double(cfg.moe.num_experts);
-      pv.top_k = cfg.moe.top_k;
-    }
-    pv.unique_tokens = cfg.data.max_unique_tokens;
+    const Config cfg = resolver.trained(v);
+    PlannedVariant pv = planned_variant_of(v, cfg);
+    if (v.from) add_lineage(pv, v, resolver, lineage);
     if (v.match) {
-      pv.match = matches.at(v.name);
+      pv.match = resolver.matches.at(v.name);
       plan.pairs.push_back({v.name, v.match->variant});
     }
     plan.variants.push_back(pv);
-    for (int64_t seed : spec.seeds) {
-      PlannedRun run;
-      run.variant = v.name;
-      run.seed = seed;
-      run.dir = spec.out_root + "/" + v.name + "/seed" + std::to_string(seed);
-      run.config = run.dir + "/config.toml";
-      run.cfg = cfg;
-      run.cfg.train.seed = seed;
-      run.cfg.train.out_dir = run.dir;
-      run.cfg.train.threads = spec.threads;
-      make_data_paths_absolute(run.cfg);
-      try {
-        validate(run.cfg, int(spec.ranks));
-      } catch (const InputError& e) {
-        throw InputError(spec.file + ": variant '" + v.name + "', seed " + std::to_string(seed) +
-                         " with study.ranks = " + std::to_string(spec.ranks) + ": " + e.what());
-      }
-      plan.runs.push_back(std::move(run));
-    }
+    for (int64_t seed : spec.seeds) plan.runs.push_back(plan_run(spec, v, pv, cfg, seed));
   }
   plan.hash = hash_runs(plan);
   return plan;
+}
+
+const PlannedVariant& planned_variant(const StudyPlan& plan, const std::string& name) {
+  for (const auto& v : plan.variants)
+    if (v.name == name) return v;
+  throw InputError(plan.source + ": the study has no variant '" + name + "'");
 }
 
 std::string manifest_json(const StudyPlan& plan) {
@@ -197,6 +283,14 @@ std::string manifest_json(const StudyPlan& plan) {
                {"unique_tokens", v.unique_tokens},
                {"point", json::array()}};
     for (const auto& [axis, label] : v.point) jv["point"].push_back({axis, label});
+    if (!v.parent.empty()) {
+      jv["from"] = {{"variant", v.parent},
+                    {"step", v.from_step},
+                    {"convert", v.convert},
+                    {"stage", v.stage},
+                    {"inherited_tokens", v.inherited_tokens},
+                    {"inherited_flops", v.inherited_flops}};
+    }
     if (v.match) {
       jv["match"] = {{"variant", v.match->variant},
                      {"target", v.match->target},
@@ -244,6 +338,15 @@ StudyPlan read_study_manifest(const std::string& study_dir) {
       v.top_k = jv.value("top_k", int64_t{0});
       v.unique_tokens = jv.value("unique_tokens", int64_t{0});
       for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
+      if (jv.contains("from")) {
+        const auto& f = jv["from"];
+        v.parent = f.at("variant");
+        v.from_step = f.at("step");
+        v.convert = f.at("convert");
+        v.stage = f.at("stage");
+        v.inherited_tokens = f.at("inherited_tokens");
+        v.inherited_flops = f.at("inherited_flops");
+      }
       if (jv.contains("match")) {
         const auto& m = jv["match"];
         v.match = MatchOutcome{m.at("variant"),       m.at("target"),      m.at("knob"),

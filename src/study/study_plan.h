@@ -35,6 +35,17 @@ struct PlannedVariant {
   double activation_rate = 0;    // moe.top_k / moe.num_experts (0 for a dense model)
   int64_t top_k = 0;             // moe.top_k (0 for a dense model)
   int64_t unique_tokens = 0;     // data.max_unique_tokens (0: the whole training set)
+  // A staged variant: each run starts from `parent`'s run of its seed at
+  // from_step, converted by `convert` ("" for none). The stage is 0 for a
+  // fresh start, the parent's + 1 otherwise; what the parent chain trained
+  // before the start is inherited (tokens and FLOPs, model_flops_per_token).
+  std::string parent = "";
+  int64_t from_step = 0;
+  std::string convert = "";
+  int64_t stage = 0;
+  int64_t inherited_tokens = 0;
+  double inherited_flops = 0;
+  double own_flops() const { return double(tokens) * flops_per_token; }
 };
 
 struct PlannedRun {
@@ -43,6 +54,10 @@ struct PlannedRun {
   std::string dir;     // <out_root>/<variant>/seed<seed>
   std::string config;  // <dir>/config.toml
   Config cfg;          // the resolved config written there
+  // A staged run: its parent's run of the same seed, and for a converted start
+  // the `moelab` arguments that write cfg.train.init_from (upcycle or convert).
+  std::string parent_dir;
+  std::vector<std::string> start_args;
 };
 
 // A paired comparison: `a` minus `b`, seed by seed (every matched variant
@@ -63,10 +78,13 @@ struct StudyPlan {
   int64_t runs_per_gpu = 1;       // study.runs_per_gpu
   std::vector<std::string> axes;  // the swept axes, in study order
   std::vector<PlannedVariant> variants;
-  std::vector<PlannedRun> runs;  // variant-major, seeds in study order
+  std::vector<PlannedRun> runs;  // variant-major (study order), seeds in study order
   std::vector<VariantPair> pairs;
   std::string hash;  // identifies the study's runs: name + every resolved config
 };
+
+// The variant `name` of the plan (InputError if none).
+const PlannedVariant& planned_variant(const StudyPlan& plan, const std::string& name);
 
 // Resolves every run; throws InputError for configs that do not validate.
 StudyPlan plan_study(const StudySpec& spec);

@@ -14,121 +14,14 @@
 
 #include "config/load.h"
 #include "config/schema.h"
+#include "study/stage_spec.h"
+#include "study/toml_fields.h"
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string where(const toml::node& n, const std::string& file) {
-  const auto& b = n.source().begin;
-  return file + ":" + std::to_string(b.line) + ":" + std::to_string(b.column);
-}
-
-std::string where(const toml::key& k, const std::string& file) {
-  const auto& b = k.source().begin;
-  return file + ":" + std::to_string(b.line) + ":" + std::to_string(b.column);
-}
-
-// Rejects any key of `table` not in `allowed`, naming the closest allowed one.
-void check_keys(const toml::table& table, const std::vector<std::string>& allowed,
-                const std::string& context, const std::string& file) {
-  for (auto&& [key, node] : table) {
-    const std::string name(key.str());
-    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
-    const std::string guess = did_you_mean(name, allowed);
-    std::string known;
-    for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-    throw InputError(where(key, file) + ": unknown key '" + name + "' in " + context +
-                     (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
-                     " (allowed: " + known + ")");
-  }
-}
-
-const toml::node* get(const toml::table& t, const std::string& key) {
-  return t.get(key);
-}
-
-std::string read_string(const toml::table& t, const std::string& key, const std::string& context,
-                        const std::string& file, bool required) {
-  const toml::node* n = get(t, key);
-  if (!n) {
-    if (required) {
-      throw InputError(file + ": " + context + "." + key + " is missing; expected a string");
-    }
-    return "";
-  }
-  if (!n->is_string() || n->as_string()->get().empty()) {
-    throw InputError(where(*n, file) + ": " + context + "." + key + " must be a non-empty string");
-  }
-  return n->as_string()->get();
-}
-
-int64_t read_int(const toml::table& t, const std::string& key, const std::string& context,
-                 const std::string& file, int64_t fallback, int64_t min) {
-  const toml::node* n = get(t, key);
-  if (!n) return fallback;
-  if (!n->is_integer() || n->as_integer()->get() < min) {
-    throw InputError(where(*n, file) + ": " + context + "." + key +
-                     " must be an integer >= " + std::to_string(min));
-  }
-  return n->as_integer()->get();
-}
-
-std::string choice(const toml::table& t, const std::string& key, const std::string& context,
-                   const std::string& file, const std::string& fallback,
-                   const std::vector<std::string>& allowed) {
-  if (!get(t, key)) return fallback;
-  std::string v = read_string(t, key, context, file, true);
-  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-    std::string known;
-    for (const auto& a : allowed) known += (known.empty() ? "\"" : ", \"") + a + "\"";
-    throw InputError(where(*get(t, key), file) + ": " + context + "." + key + " = \"" + v +
-                     "\": expected one of " + known);
-  }
-  return v;
-}
-
-const toml::table& as_table(const toml::node& n, const std::string& what, const std::string& file) {
-  if (!n.is_table()) throw InputError(where(n, file) + ": " + what + " must be a table");
-  return *n.as_table();
-}
-
-// A config value as the TOML literal `--set` accepts.
-std::string toml_literal(const toml::node& n, const std::string& key, const std::string& file) {
-  std::ostringstream os;
-  if (auto* s = n.as_string()) {
-    os << '"';
-    for (char c : s->get()) {
-      if (c == '"' || c == '\\') os << '\\';
-      os << c;
-    }
-    os << '"';
-  } else if (auto* i = n.as_integer()) {
-    os << i->get();
-  } else if (auto* d = n.as_floating_point()) {
-    os.precision(17);
-    os << d->get();
-    if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
-  } else if (auto* b = n.as_boolean()) {
-    os << (b->get() ? "true" : "false");
-  } else if (auto* arr = n.as_array()) {  // e.g. moe.expert_widths = [512, 256]
-    os << '[';
-    for (size_t i = 0; i < arr->size(); ++i) {
-      if ((*arr)[i].is_array() || (*arr)[i].is_table()) {
-        throw InputError(where((*arr)[i], file) + ": '" + key +
-                         "': expected a list of plain values");
-      }
-      os << (i ? ", " : "") << toml_literal((*arr)[i], key, file);
-    }
-    os << ']';
-  } else {
-    throw InputError(where(n, file) + ": '" + key +
-                     "': expected a string, number, boolean or list config value");
-  }
-  return os.str();
-}
 
 // TOML++ iterates keys sorted by name; file order is what the user wrote (and
 // the order overrides apply in).
@@ -194,7 +87,7 @@ std::vector<StudyOverride> read_overrides(const toml::node& node, const std::str
 }
 
 std::vector<int64_t> read_seeds(const toml::table& study, const std::string& file) {
-  const toml::node* n = get(study, "seeds");
+  const toml::node* n = study.get("seeds");
   if (!n) throw InputError(file + ": study.seeds is missing; expected e.g. seeds = [0, 1, 2]");
   const toml::array* arr = n->as_array();
   if (!arr || arr->empty()) {
@@ -358,6 +251,37 @@ VariantMatch read_match(const toml::node& node, const std::string& context,
   return m;
 }
 
+// `convert` converts the start `from` names; a variant is either staged or matched.
+void check_stage_keys(const toml::table& t, const std::string& context, const std::string& file) {
+  if (t.get("convert") && !t.get("from")) {
+    throw InputError(where(*t.get("convert"), file) + ": " + context +
+                     ".convert converts the checkpoint `from` names, but the variant has no "
+                     "from = { variant = \"...\" }");
+  }
+  if (t.get("from") && t.get("match")) {
+    throw InputError(where(*t.get("match"), file) + ": " + context +
+                     " has both from and match; a staged variant takes its parent's model "
+                     "(converted or not), so it cannot also be sized by a match");
+  }
+}
+
+// Every `from` names another variant of the study (cycles: plan_study).
+void check_parents(const std::vector<VariantSpec>& variants, const std::set<std::string>& names) {
+  for (const auto& v : variants) {
+    if (!v.from) continue;
+    if (!names.count(v.from->variant)) {
+      const std::string guess =
+          did_you_mean(v.from->variant, std::vector<std::string>(names.begin(), names.end()));
+      throw InputError(v.from->origin + ": variant '" + v.name + "' starts from variant '" +
+                       v.from->variant + "', which the study does not define" +
+                       (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    }
+    if (v.from->variant == v.name) {
+      throw InputError(v.from->origin + ": variant '" + v.name + "' cannot start from itself");
+    }
+  }
+}
+
 // The grid points, then each [[variant]]; a variant matching "*" becomes one
 // matched variant per grid point, named <variant>_<point>.
 std::vector<VariantSpec> read_variants(const toml::table& root, const std::vector<AxisSpec>& axes,
@@ -387,7 +311,7 @@ std::vector<VariantSpec> read_variants(const toml::table& root, const std::vecto
   static const toml::array none;
   for (const auto& v : arr ? *arr : none) {
     const toml::table& t = as_table(v, "[[variant]]", file);
-    check_keys(t, {"name", "set", "match"}, "[[variant]]", file);
+    check_keys(t, {"name", "set", "match", "from", "convert"}, "[[variant]]", file);
     VariantSpec spec;
     spec.origin = where(v, file);
     spec.name = read_string(t, "name", "variant", file, true);
@@ -395,6 +319,8 @@ std::vector<VariantSpec> read_variants(const toml::table& root, const std::vecto
     const std::string context = "variant '" + spec.name + "'";
     if (const toml::node* s = t.get("set")) spec.set = read_overrides(*s, context + ".set", file);
     if (const toml::node* m = t.get("match")) spec.match = read_match(*m, context, file);
+    if (t.get("from")) spec.from = read_variant_from(t, context, file);
+    check_stage_keys(t, context, file);
     if (!spec.match || spec.match->variant != "*") {
       add(std::move(spec), at);
       continue;
@@ -411,6 +337,7 @@ std::vector<VariantSpec> read_variants(const toml::table& root, const std::vecto
       add(std::move(matched), at);
     }
   }
+  check_parents(variants, names);
   for (const auto& v : variants) {
     if (!v.match) continue;
     if (!names.count(v.match->variant)) {

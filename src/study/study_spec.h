@@ -35,11 +35,35 @@ struct VariantMatch {
 // One grid point's coordinate: an axis and the label of its value there.
 using AxisValue = std::pair<std::string, std::string>;
 
+// How a staged variant's start is converted from its parent's dense checkpoint:
+// `moelab upcycle` (method "upcycle") or `moelab convert --method M`, with the
+// options as those commands take them (src/convert/convert.h). The run's seed
+// is the conversion's.
+struct StageConversion {
+  std::string method;  // "upcycle" | "random" | "cluster" | "dot"
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  int64_t granularity = 1;  // upcycle: experts are d_ff / granularity wide
+  // Every option as its command-line flag and value, e.g. {"--top-k", "2"}.
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::string origin;
+};
+
+// A staged variant starts each seed's run from the same seed's run of
+// another variant: its checkpoint at `step` (0: the last), converted or not.
+struct VariantFrom {
+  std::string variant;
+  int64_t step = 0;
+  std::optional<StageConversion> convert;
+  std::string origin;
+};
+
 struct VariantSpec {
   std::string name;
   std::vector<StudyOverride> set;  // applied after study.set (and after matching)
   std::optional<VariantMatch> match;
-  std::vector<AxisValue> point;  // grid variants (and matches to them): the axis values
+  std::optional<VariantFrom> from;  // a staged variant (set applies to the parent's config)
+  std::vector<AxisValue> point;     // grid variants (and matches to them): the axis values
   std::string origin;
 };
 

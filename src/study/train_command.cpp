@@ -19,6 +19,13 @@ std::vector<std::string> train_command(const PlannedRun& run, int64_t ranks,
   return words;
 }
 
+std::vector<std::string> start_command(const PlannedRun& run, const std::string& binary) {
+  if (run.start_args.empty()) return {};
+  std::vector<std::string> words = {binary};
+  words.insert(words.end(), run.start_args.begin(), run.start_args.end());
+  return words;
+}
+
 std::string shell_quote(const std::string& word) {
   if (!word.empty() &&
       word.find_first_not_of(

@@ -1,6 +1,6 @@
-// The command line that trains one planned run, shared by `study plan` (shown),
-// the local launcher (executed) and nothing else: the Slurm scripts build their
-// own launch line inside the job, where srun/mpirun know the allocation.
+// The command lines of one planned run, shared by `study plan` (shown) and the
+// local launcher (executed): the Slurm scripts build their own launch line
+// inside the job, where srun/mpirun know the allocation.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,10 @@ namespace moelab {
 // ranks > 1 (a single rank runs as a plain process: MPI starts as a world of one).
 std::vector<std::string> train_command(const PlannedRun& run, int64_t ranks,
                                        const std::string& binary);
+
+// `<binary> upcycle|convert PARENT_CKPT ... --out <run>/start`: writes a
+// staged run's converted start (run.start_args; empty for other runs).
+std::vector<std::string> start_command(const PlannedRun& run, const std::string& binary);
 
 // The words joined for a POSIX shell, quoted where needed.
 std::string shell_join(const std::vector<std::string>& words);
