@@ -196,5 +196,16 @@ TEST_F(StudyPlanTest, RanksMustSplitTheBatch) {
   }
 }
 
+// A study without staged variants hashes as it did before staging existed: the
+// value is the hash commit 9f02538 computed for this study, so an existing
+// out_root keeps accepting its study. (Config keys added later change it, as
+// they change every resolved config.)
+TEST(StudyHash, AStudyWithoutStagesHashesAsBeforeStaging) {
+  TempDir dir;
+  write_file(dir / "base.toml", testing::tiny_base_config("/nonexistent/moelab-hash/data"));
+  write_file(dir / "study.toml", testing::tiny_study("/nonexistent/moelab-hash/out"));
+  EXPECT_EQ(plan_study(load_study(dir / "study.toml")).hash, "1c9c5f5724342629");
+}
+
 }  // namespace
 }  // namespace moelab
