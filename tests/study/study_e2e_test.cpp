@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -156,6 +158,68 @@ TEST_F(StudyEndToEnd, ChangedStudyInTheSameOutRootIsRefused) {
   std::string out;
   EXPECT_EQ(run(std::string(MOELAB_BINARY) + " study run " + dir + "/study.toml", &out), 2) << out;
   EXPECT_NE(out.find("already holds a different study ('other'"), std::string::npos) << out;
+}
+
+// The last validation loss in a run's val.csv.
+double last_val_loss(const std::string& run_dir) {
+  std::istringstream in(read_file(run_dir + "/val.csv"));
+  std::string line, last;
+  while (std::getline(in, line)) last = line;
+  const size_t a = last.find(',', last.find(',') + 1);
+  return std::stod(last.substr(a + 1, last.find(',', a + 1) - a - 1));
+}
+
+// dense trains 6 steps; dense_ft and an upcycled MoE (2 copies, top-2: the
+// dense function) start from its last checkpoint and train one step at a
+// learning rate too small to move them, so each ends where its start was: at
+// dense's validation loss, which a fresh start is far above.
+TEST_F(StudyEndToEnd, StagedRunsStartFromTheirParentsWeights) {
+  const std::string dir = root_ + "/staged";
+  write_file(dir + "/base.toml", testing::tiny_base_config(root_ + "/data"));
+  const std::string still =
+      "\"optim.lr\" = 1e-9, \"optim.warmup_steps\" = 1, \"train.max_steps\" = 1";
+  write_file(dir + "/study.toml",
+             "[study]\nname = \"staged\"\nbase = \"base.toml\"\nseeds = [0]\nout_root = \"" + dir +
+                 "/out\"\nparallel_runs = 2\n\n[[variant]]\nname = \"dense\"\nset = { "
+                 "\"train.max_steps\" = 6 }\n\n[[variant]]\nname = \"dense_ft\"\nfrom = { variant "
+                 "= \"dense\" }\nset = { " +
+                 still +
+                 " }\n\n[[variant]]\nname = \"upcycled\"\n"
+                 "from = { variant = \"dense\" }\nconvert = { method = \"upcycle\", experts = 2, "
+                 "top_k = 2 }\nset = { " +
+                 still + " }\n");
+  std::string out;
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study plan " + dir + "/study.toml", &out), 0) << out;
+  EXPECT_NE(out.find("stages (a run starts once its parent's run of the same seed has finished"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(run(std::string(MOELAB_BINARY) + " study run --no-plots " + dir + "/study.toml", &out),
+            0)
+      << out;
+  const double dense = last_val_loss(dir + "/out/dense/seed0");
+  EXPECT_LT(dense, std::log(128.0) - 0.3);  // trained: a fresh start is near ln(vocab)
+  EXPECT_NEAR(last_val_loss(dir + "/out/dense_ft/seed0"), dense, 1e-4);
+  EXPECT_NEAR(last_val_loss(dir + "/out/upcycled/seed0"), dense, 1e-4);
+  EXPECT_TRUE(fs::exists(dir + "/out/upcycled/seed0/start/checkpoints/step_00000000"));
+  EXPECT_NE(read_file(dir + "/out/summary.md").find("## Cost with the parents' chain"),
+            std::string::npos);
+}
+
+TEST_F(StudyEndToEnd, AFailedParentFailsTheStudyNamingItsChildren) {
+  const std::string dir = root_ + "/orphans";
+  write_file(dir + "/base.toml", testing::tiny_base_config(root_ + "/no-such-data"));
+  write_file(dir + "/study.toml",
+             "[study]\nname = \"orphans\"\nbase = \"base.toml\"\nseeds = [0]\nout_root = \"" + dir +
+                 "/out\"\n\n[[variant]]\nname = \"dense\"\n\n[[variant]]\nname = \"child\"\n"
+                 "from = { variant = \"dense\" }\n");
+  std::string out;
+  EXPECT_EQ(run(std::string(MOELAB_BINARY) + " study run --no-plots " + dir + "/study.toml", &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("child seed 0: not started: it starts from dense seed 0, which failed"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("1 of 2 runs failed and 1 were not started"), std::string::npos) << out;
 }
 
 bool on_path(const std::string& program) {
