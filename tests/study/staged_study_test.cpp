@@ -397,5 +397,35 @@ TEST_F(StagedPlanTest, SlurmArraysWaitForTheirParentsArrays) {
             "--parsable --dependency=afterok:100:101:102:103:104 " + slurm + "report.sbatch");
 }
 
+// results/tinystories-conversion/study.toml, reproduce.sh's experiment as a
+// staged study, plans: every conversion and the fine-tune start from dense's
+// step 300, and the upcycled MoE is the scratch one.
+TEST(StagedResults, TheTinyStoriesConversionStudyPlans) {
+  const StudyPlan p =
+      plan_study(load_study(MOELAB_SOURCE_DIR "/results/tinystories-conversion/study.toml"));
+  ASSERT_EQ(p.runs.size(), 14u);
+  const PlannedVariant& dense = planned_variant(p, "dense");
+  EXPECT_EQ(dense.stage, 0);
+  EXPECT_EQ(dense.tokens, 300 * 16 * 256);
+  for (const char* name : {"dense-ft", "random-ft", "cluster-ft", "dot-ft", "upcycle"}) {
+    const PlannedVariant& v = planned_variant(p, name);
+    EXPECT_EQ(v.stage, 1) << name;
+    EXPECT_EQ(v.parent, "dense") << name;
+    EXPECT_EQ(v.from_step, 300) << name;
+    EXPECT_EQ(v.inherited_tokens, dense.tokens) << name;
+  }
+  EXPECT_EQ(planned_variant(p, "dot-ft").convert, "dot");
+  EXPECT_EQ(planned_variant(p, "dot-ft").tokens, 100 * 16 * 256);
+  EXPECT_EQ(planned_variant(p, "upcycle").total_params, planned_variant(p, "scratch").total_params);
+  EXPECT_EQ(planned_variant(p, "upcycle").active_params,
+            planned_variant(p, "scratch").active_params);
+  for (const auto& run : p.runs) {
+    if (run.variant == "dot-ft") {
+      EXPECT_NE(std::find(run.start_args.begin(), run.start_args.end(), "--calibration-steps"),
+                run.start_args.end());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moelab
