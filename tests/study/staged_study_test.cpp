@@ -397,6 +397,31 @@ TEST_F(StagedPlanTest, SlurmArraysWaitForTheirParentsArrays) {
             "--parsable --dependency=afterok:100:101:102:103:104 " + slurm + "report.sbatch");
 }
 
+// srun without a cluster: runs the command after its options.
+const char* kFakeSrun = R"sh(#!/bin/bash
+while [[ $1 == --* ]]; do shift; done
+exec "$@"
+)sh";
+
+// A converted child's array task writes its start, then trains; a requeued
+// task whose start is written does not convert again.
+TEST_F(StagedLauncherTest, AnArrayTaskWritesItsConvertedStartOnce) {
+  const StudyPlan p = prepared("[0]");
+  const auto scripts = write_slurm_scripts(p, SlurmSpec{}, MOELAB_SOURCE_DIR "/slurm", fake);
+  write_file(dir / "bin/srun", kFakeSrun);
+  chmod((dir / "bin/srun").c_str(), 0755);
+  const std::string task = "PATH=" + (dir / "bin") + ":$PATH SLURM_JOB_ID=1 SLURM_ARRAY_JOB_ID=1 " +
+                           "SLURM_ARRAY_TASK_ID=0 bash " + (dir / "out/slurm/upcycled.sbatch") +
+                           " > " + (dir / "task.out") + " 2>&1";
+  ASSERT_EQ(std::system(task.c_str()), 0) << read_file(dir / "task.out");
+  EXPECT_LT(at("upcycle upcycled/seed0"), at("start upcycled/seed0"));
+  ASSERT_TRUE(std::filesystem::exists(dir / "out/upcycled/seed0/DONE"));
+  std::filesystem::remove(dir / "out/upcycled/seed0/DONE");
+  std::filesystem::remove(dir / "calls.log");
+  ASSERT_EQ(std::system(task.c_str()), 0) << read_file(dir / "task.out");
+  EXPECT_EQ(calls(), (std::vector<std::string>{"start upcycled/seed0", "end upcycled/seed0"}));
+}
+
 // results/tinystories-conversion/study.toml, reproduce.sh's experiment as a
 // staged study, plans: every conversion and the fine-tune start from dense's
 // step 300, and the upcycled MoE is the scratch one.
