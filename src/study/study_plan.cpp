@@ -310,6 +310,42 @@ std::string manifest_json(const StudyPlan& plan) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// One variant of study.json; manifests written before grids, FLOPs or stages
+// existed lack those keys.
+PlannedVariant variant_from_json(const json& jv) {
+  PlannedVariant v{jv.at("name"),
+                   jv.at("moe"),
+                   jv.at("total_params"),
+                   jv.at("active_params"),
+                   jv.at("tokens"),
+                   std::nullopt,
+                   {},
+                   jv.value("flops_per_token", 0.0)};
+  v.activation_rate = jv.value("activation_rate", 0.0);
+  v.top_k = jv.value("top_k", int64_t{0});
+  v.unique_tokens = jv.value("unique_tokens", int64_t{0});
+  for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
+  if (jv.contains("from")) {
+    const auto& f = jv["from"];
+    v.parent = f.at("variant");
+    v.from_step = f.at("step");
+    v.convert = f.at("convert");
+    v.stage = f.at("stage");
+    v.inherited_tokens = f.at("inherited_tokens");
+    v.inherited_flops = f.at("inherited_flops");
+  }
+  if (jv.contains("match")) {
+    const auto& m = jv["match"];
+    v.match = MatchOutcome{m.at("variant"),       m.at("target"),      m.at("knob"),
+                           m.at("target_params"), m.at("dense_total"), m.at("mismatch")};
+  }
+  return v;
+}
+
+}  // namespace
+
 StudyPlan read_study_manifest(const std::string& study_dir) {
   const std::string path = study_dir + "/study.json";
   const std::string text = read_text_file(path, "study manifest (is this a study folder?)");
@@ -325,35 +361,7 @@ StudyPlan read_study_manifest(const std::string& study_dir) {
     plan.threads = j.at("threads");
     // Manifests written before grids existed have no axes, points or FLOPs.
     plan.axes = j.value("axes", std::vector<std::string>{});
-    for (const auto& jv : j.at("variants")) {
-      PlannedVariant v{jv.at("name"),
-                       jv.at("moe"),
-                       jv.at("total_params"),
-                       jv.at("active_params"),
-                       jv.at("tokens"),
-                       std::nullopt,
-                       {},
-                       jv.value("flops_per_token", 0.0)};
-      v.activation_rate = jv.value("activation_rate", 0.0);
-      v.top_k = jv.value("top_k", int64_t{0});
-      v.unique_tokens = jv.value("unique_tokens", int64_t{0});
-      for (const auto& p : jv.value("point", json::array())) v.point.emplace_back(p.at(0), p.at(1));
-      if (jv.contains("from")) {
-        const auto& f = jv["from"];
-        v.parent = f.at("variant");
-        v.from_step = f.at("step");
-        v.convert = f.at("convert");
-        v.stage = f.at("stage");
-        v.inherited_tokens = f.at("inherited_tokens");
-        v.inherited_flops = f.at("inherited_flops");
-      }
-      if (jv.contains("match")) {
-        const auto& m = jv["match"];
-        v.match = MatchOutcome{m.at("variant"),       m.at("target"),      m.at("knob"),
-                               m.at("target_params"), m.at("dense_total"), m.at("mismatch")};
-      }
-      plan.variants.push_back(v);
-    }
+    for (const auto& jv : j.at("variants")) plan.variants.push_back(variant_from_json(jv));
     for (const auto& jr : j.at("runs")) {
       PlannedRun r;
       r.variant = jr.at("variant");
