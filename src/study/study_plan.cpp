@@ -49,9 +49,8 @@ class VariantResolver {
     if (auto it = resolved_.find(v.name); it != resolved_.end()) return it->second;
     if (!visiting_.insert(v.name).second) {
       throw InputError((v.from ? v.from->origin : v.match->origin) + ": variant '" + v.name +
-                       "' starts from a variant that (through its own from or match) depends "
-                       "on '" +
-                       v.name + "': a cycle");
+                       "' depends, through from or match, on a variant that depends on '" + v.name +
+                       "': a cycle");
     }
     Config cfg = v.match ? matched(v) : v.from ? staged(v) : plain(v);
     visiting_.erase(v.name);
