@@ -209,6 +209,13 @@ TEST_F(StagedPlanTest, ConvertingAnMoeAndCyclesAreRefused) {
       "[[variant]]\nname = \"a\"\nfrom = { variant = \"b\" }\n\n[[variant]]\nname = "
       "\"b\"\nfrom = { variant = \"a\" }\n");
   EXPECT_NE(cycle.find("depends on 'a': a cycle"), std::string::npos) << cycle;
+  const std::string through_match = plan_error(
+      "[[variant]]\nname = \"a\"\nmatch = { variant = \"b\" }\n\n[[variant]]\nname = "
+      "\"b\"\nfrom = { variant = \"a\" }\n");
+  EXPECT_NE(through_match.find("study.toml:10:9: variant 'a' depends, through from or match, on a "
+                               "variant that depends on 'a': a cycle"),
+            std::string::npos)
+      << through_match;
 }
 
 // Logs "start <variant>/<seed>" and "end ..." (to $CALLS) around a 0.3 s run
