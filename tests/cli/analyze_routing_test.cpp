@@ -3,6 +3,7 @@
 // refused naming them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,7 @@ class AnalyzeRouting : public ::testing::Test {
     const std::string root = kRoot.string();
     return "analyze routing " + root + "/run/checkpoints/step_00000003 --set main=" + root +
            "/main --set other=" + root + "/other --batches 2 --batch-seqs 2 --out " + root + "/" +
-           out + " " + more;
+           out + " --no-plots " + more;
   }
 };
 
@@ -95,6 +96,60 @@ TEST_F(AnalyzeRouting, SameNumbersAtWorldOneAndAtTwoRanksWithExpertsSplit) {
   }
   EXPECT_NE(one.output.find("JSD(main, other) mean over MoE layers"), std::string::npos)
       << one.output;
+}
+
+double jsd_of(const nlohmann::json& pairs) {
+  EXPECT_EQ(pairs.size(), 1u);
+  return pairs[0]["jsd"].get<double>();
+}
+
+// Over a study: every MoE run's newest checkpoint analysed as alone, the dense
+// variant skipped, and per variant the mean and sample std over the seeds of
+// each run's entropies and divergences.
+TEST_F(AnalyzeRouting, OverAStudyEachMoeRunAndTheMeanAndStdOverItsSeeds) {
+  const std::string root = kRoot.string();
+  std::ofstream(kRoot / "study.toml")
+      << "[study]\nname = \"route\"\nbase = \"tiny.toml\"\nseeds = [0, 1]\nout_root = \"" << root
+      << "/study\"\n[[variant]]\nname = \"moe\"\n[[variant]]\nname = \"dense\"\n"
+         "set = { \"moe.enabled\" = false }\n";
+  const MoelabResult study = moelab("study run --no-plots " + root + "/study.toml");
+  ASSERT_EQ(study.code, 0) << study.output;
+  const MoelabResult r =
+      moelab("analyze routing " + root + "/study --set main=" + root + "/main --set other=" + root +
+             "/other --batches 2 --batch-seqs 2 " + "--out " + root + "/study_routing");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path out = kRoot / "study_routing";
+  EXPECT_FALSE(fs::exists(out / "dense"));
+  const auto seed0 = nlohmann::json::parse(read(out / "moe/seed0/routing.json"));
+  const auto seed1 = nlohmann::json::parse(read(out / "moe/seed1/routing.json"));
+  EXPECT_EQ(seed1["checkpoint"], root + "/study/moe/seed1/checkpoints/step_00000003");
+  const auto summary = nlohmann::json::parse(read(out / "routing_summary.json"));
+  ASSERT_EQ(summary["variants"].size(), 1u);
+  const auto& moe = summary["variants"][0];
+  EXPECT_EQ(moe["variant"], "moe");
+  EXPECT_EQ(moe["seeds"], nlohmann::json({0, 1}));
+  const double a = jsd_of(seed0["mean_jsd"]), b = jsd_of(seed1["mean_jsd"]);
+  ASSERT_NE(a, b) << "two seeds should route differently";
+  EXPECT_DOUBLE_EQ(moe["mean_jsd"][0]["jsd"]["mean"].get<double>(), (a + b) / 2);
+  EXPECT_DOUBLE_EQ(moe["mean_jsd"][0]["jsd"]["std"].get<double>(),
+                   std::abs(a - b) / std::sqrt(2.0));
+  for (size_t l = 0; l < 2; ++l) {
+    const double e0 = seed0["layers"][l]["sets"]["other"]["entropy"].get<double>();
+    const double e1 = seed1["layers"][l]["sets"]["other"]["entropy"].get<double>();
+    const auto& entropy = moe["layers"][l]["entropy"]["other"];
+    EXPECT_DOUBLE_EQ(entropy["mean"].get<double>(), (e0 + e1) / 2) << l;
+    EXPECT_EQ(entropy["n"].get<int64_t>(), 2) << l;
+    EXPECT_DOUBLE_EQ(moe["layers"][l]["jsd"][0]["jsd"]["mean"].get<double>(),
+                     (jsd_of(seed0["layers"][l]["jsd"]) + jsd_of(seed1["layers"][l]["jsd"])) / 2);
+  }
+  EXPECT_NE(read(out / "routing_summary_jsd.csv").find("moe,mean,main,other,2,"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("moe: JSD(main, other) mean over MoE layers "), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(out / "routing_jsd_moe.png") &&
+                  fs::exists(out / "moe/seed1/routing_experts.png") ||
+              r.output.find("skipping the plots") != std::string::npos)
+      << r.output;
 }
 
 TEST_F(AnalyzeRouting, BadSetExitsTwoNamingIt) {
