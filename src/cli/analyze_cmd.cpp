@@ -99,6 +99,9 @@ void add_routing_command(CLI::App& analyze) {
       ->capture_default_str();
   cmd->add_option("--batch-seqs", opts->batch_seqs, "sequences per forward pass")
       ->capture_default_str();
+  cmd->add_option("--seq-len", opts->seq_len,
+                  "tokens a window (0 = the model's seq_len; an imported model's may be long)")
+      ->capture_default_str();
   cmd->add_option("--ep", opts->ep, "expert-parallel group size (divides the ranks)")
       ->capture_default_str();
   cmd->add_option("--top", opts->top, "top experts listed per layer and set")

@@ -96,13 +96,23 @@ std::vector<int64_t> moe_layers(const Config& cfg) {
   return layers;
 }
 
+// --seq-len, or the model's context.
+int64_t window_tokens(const Config& cfg, const RoutingAnalysisOptions& opts) {
+  if (opts.seq_len > cfg.model.seq_len) {
+    throw InputError("analyze routing: --seq-len " + std::to_string(opts.seq_len) +
+                     " is longer than the model's context (model.seq_len " +
+                     std::to_string(cfg.model.seq_len) + ")");
+  }
+  return opts.seq_len > 0 ? opts.seq_len : cfg.model.seq_len;
+}
+
 // One set's counts; a dataset that cannot be read is named by its --set.
 SetCounts count_set(CheckpointModel& loaded, const RoutingSet& set,
                     const RoutingAnalysisOptions& opts) {
   const std::string arg = "--set " + set.name + "=" + set.dir;
   try {
     const int64_t max_windows = opts.batches * opts.batch_seqs;
-    ValidationSet val(set.dir, opts.split, loaded.cfg.model.seq_len, max_windows);
+    ValidationSet val(set.dir, opts.split, window_tokens(loaded.cfg, opts), max_windows);
     check_vocab_matches(val.info(), loaded.cfg.model.vocab_size);
     return {set.name, count_routed_assignments(loaded.model, val, opts.batch_seqs,
                                                loaded.plan->groups().dp.get(), loaded.device)};
@@ -201,6 +211,7 @@ Json analyze_routing(const RoutingAnalysisOptions& opts) {
   report["step"] = loaded.step;
   report["split"] = opts.split;
   report["num_experts"] = loaded.cfg.moe.num_experts;
+  report["seq_len"] = window_tokens(loaded.cfg, opts);
   for (const RoutingSet& set : sets) report["datasets"][set.name] = set.dir;
   if (MpiSession::rank() == 0) write_routing_report(report, opts.out_dir);
   return report;

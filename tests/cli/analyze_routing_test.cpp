@@ -11,6 +11,8 @@
 #include <string>
 
 #include "cli/run_moelab.h"
+#include "common/shared_data.h"
+#include "hub/hf_test_util.h"
 
 namespace {
 
@@ -150,6 +152,37 @@ TEST_F(AnalyzeRouting, OverAStudyEachMoeRunAndTheMeanAndStdOverItsSeeds) {
                   fs::exists(out / "moe/seed1/routing_experts.png") ||
               r.output.find("skipping the plots") != std::string::npos)
       << r.output;
+}
+
+// A published MoE's structure (Qwen3-30B-A3B's real config.json, shrunk by
+// transformers with random weights) imported: no capacity, so every token's
+// top-k assignments are kept and each layer counts windows x seq_len x top_k.
+TEST_F(AnalyzeRouting, CountsEveryAssignmentOfAnImportedPublishedMoe) {
+  ASSERT_TRUE(moelab::testing::transformers_available());
+  const std::string root = kRoot.string();
+  std::string config;
+  ASSERT_NO_FATAL_FAILURE(
+      moelab::testing::shared_data_file("configs/Qwen--Qwen3-30B-A3B/config.json", &config));
+  ASSERT_NO_FATAL_FAILURE(
+      moelab::testing::make_hf_model("qwen3_moe", "config=" + config, root + "/qwen3_moe"));
+  MoelabResult r = moelab("import " + root + "/qwen3_moe --out " + root + "/imported");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = moelab("analyze routing " + root + "/imported/checkpoints/step_00000000 --set main=" + root +
+             "/main --set other=" + root +
+             "/other --batches 2 --batch-seqs 2 --seq-len 16 --no-plots --out " + root +
+             "/imported_routing");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto report = nlohmann::json::parse(read(kRoot / "imported_routing/routing.json"));
+  const auto hf = nlohmann::json::parse(read(kRoot / "qwen3_moe/config.json"));
+  const int64_t top_k = hf["num_experts_per_tok"], seq_len = report["seq_len"];
+  ASSERT_EQ(report["layers"].size(), hf["num_hidden_layers"].get<size_t>());
+  // transformers 5 saves Qwen3-MoE's num_experts as num_local_experts.
+  EXPECT_EQ(report["num_experts"], hf.value("num_local_experts", hf.value("num_experts", 0)));
+  for (const auto& layer : report["layers"]) {
+    for (const char* set : {"main", "other"}) {
+      EXPECT_EQ(layer["sets"][set]["assignments"].get<int64_t>(), 4 * seq_len * top_k) << set;
+    }
+  }
 }
 
 TEST_F(AnalyzeRouting, BadSetExitsTwoNamingIt) {
