@@ -102,6 +102,9 @@ void add_routing_command(CLI::App& analyze) {
   cmd->add_option("--seq-len", opts->seq_len,
                   "tokens a window (0 = the model's seq_len; an imported model's may be long)")
       ->capture_default_str();
+  cmd->add_option("--dump-windows", opts->dump_windows,
+                  "routing_tokens.jsonl: each set's first N windows token by token (one process)")
+      ->capture_default_str();
   cmd->add_option("--ep", opts->ep, "expert-parallel group size (divides the ranks)")
       ->capture_default_str();
   cmd->add_option("--top", opts->top, "top experts listed per layer and set")

@@ -8,9 +8,11 @@
 #include <set>
 
 #include "data/dataset_info.h"
+#include "data/tokenizer.h"
 #include "train/evaluate_checkpoint.h"
 #include "train/evaluator.h"
 #include "train/expert_distribution.h"
+#include "train/routing_dump.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/mpi_session.h"
@@ -189,7 +191,10 @@ void write_routing_report(const Json& report, const std::string& dir) {
   write_csvs(report, dir);
 }
 
-Json analyze_routing(const RoutingAnalysisOptions& opts) {
+namespace {
+
+// The --set arguments, each name once.
+std::vector<RoutingSet> parse_routing_sets(const RoutingAnalysisOptions& opts) {
   if (opts.sets.empty()) throw InputError("analyze routing: give at least one --set NAME=DATASET");
   std::vector<RoutingSet> sets;
   std::set<std::string> names;
@@ -200,6 +205,30 @@ Json analyze_routing(const RoutingAnalysisOptions& opts) {
                        " is given twice");
     }
   }
+  if (opts.dump_windows > 0 && MpiSession::size() > 1) {
+    throw InputError("analyze routing: --dump-windows runs in one process (without mpirun)");
+  }
+  return sets;
+}
+
+// --dump-windows: each set's first windows token by token, in routing_tokens.jsonl.
+void dump_token_routing(CheckpointModel& loaded, const std::vector<RoutingSet>& sets,
+                        const RoutingAnalysisOptions& opts) {
+  std::string lines;
+  for (const RoutingSet& set : sets) {
+    const ValidationSet val(set.dir, opts.split, window_tokens(loaded.cfg, opts),
+                            opts.dump_windows);
+    lines +=
+        token_routing_lines(loaded.model, val, opts.batch_seqs, Tokenizer::from_dataset(set.dir),
+                            set.name, moe_layers(loaded.cfg), loaded.device);
+  }
+  write_file_atomically(opts.out_dir + "/routing_tokens.jsonl", lines);
+}
+
+}  // namespace
+
+Json analyze_routing(const RoutingAnalysisOptions& opts) {
+  const std::vector<RoutingSet> sets = parse_routing_sets(opts);
   CheckpointModel loaded = load_checkpoint_model(opts.checkpoint, opts.ep);
   if (!loaded.cfg.moe.enabled) {
     throw InputError("analyze routing: " + opts.checkpoint + " is a dense model (no [moe])");
@@ -214,6 +243,7 @@ Json analyze_routing(const RoutingAnalysisOptions& opts) {
   report["seq_len"] = window_tokens(loaded.cfg, opts);
   for (const RoutingSet& set : sets) report["datasets"][set.name] = set.dir;
   if (MpiSession::rank() == 0) write_routing_report(report, opts.out_dir);
+  if (opts.dump_windows > 0) dump_token_routing(loaded, sets, opts);
   return report;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -98,6 +99,45 @@ TEST_F(AnalyzeRouting, SameNumbersAtWorldOneAndAtTwoRanksWithExpertsSplit) {
   }
   EXPECT_NE(one.output.find("JSD(main, other) mean over MoE layers"), std::string::npos)
       << one.output;
+}
+
+// The token-level dump of the four windows counted, in the same passes: per
+// set and layer, its kept experts (-1 dropped) tally to the report's counts.
+TEST_F(AnalyzeRouting, TokenDumpTalliesToTheCountsOfTheSameWindows) {
+  const MoelabResult r = moelab(analyze("dump", "--dump-windows 4"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto report = nlohmann::json::parse(read(kRoot / "dump/routing.json"));
+  std::map<std::string, std::map<std::string, std::vector<int64_t>>> tally;  // set, layer
+  std::ifstream lines(kRoot / "dump/routing_tokens.jsonl");
+  int windows = 0;
+  for (std::string line; std::getline(lines, line); ++windows) {
+    const auto row = nlohmann::json::parse(line);
+    ASSERT_EQ(row["tokens"].size(), 16u);
+    ASSERT_EQ(row["pieces"].size(), 16u);
+    for (const auto& [layer, experts] : row["experts"].items()) {
+      auto& counts = tally[row["set"]][layer];
+      counts.resize(4);
+      ASSERT_EQ(experts.size(), 16u);
+      for (const auto& kept : experts) {
+        ASSERT_EQ(kept.size(), 2u);
+        for (const auto& e : kept) {
+          if (e.get<int64_t>() >= 0) ++counts[e.get<int64_t>()];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(windows, 8);
+  for (const auto& layer : report["layers"]) {
+    for (const char* set : {"main", "other"}) {
+      EXPECT_EQ(nlohmann::json(tally[set][std::to_string(layer["layer"].get<int64_t>())]),
+                layer["sets"][set]["counts"])
+          << set << " layer " << layer["layer"];
+    }
+  }
+  const MoelabResult two =
+      moelab(moelab::testing::mpirun_prefix(2), analyze("dump2", "--dump-windows 4"));
+  EXPECT_EQ(two.code, 2) << two.output;
+  EXPECT_NE(two.output.find("--dump-windows runs in one process"), std::string::npos) << two.output;
 }
 
 double jsd_of(const nlohmann::json& pairs) {
