@@ -14,7 +14,8 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev libzstd-dev
   libpcre2-dev libicu-dev zstd
   python3-matplotlib python3-numpy python3-h5py
-  fortunes
+  fortunes fortunes-de fortunes-es fortunes-it fortunes-br fortunes-cs fortunes-pl fortunes-ru
+  fortunes-bg fortunes-zh
   slurmctld slurmd slurm-client munge libpmix-dev
 )
 

@@ -152,6 +152,7 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
     out.stats.kept =
         (route.kept_ids.reshape(-1) + 1).bincount({}, num_experts + 1).narrow(0, 1, num_experts);
   }
+  out.stats.kept_ids = route.kept_ids;
   return out;
 }
 

@@ -52,6 +52,9 @@ struct MoeLayerStats {
   // [E] int64: assignments each global expert kept after capacity, counted over
   // this rank's tokens alone (what routing analysis sums over ranks).
   torch::Tensor kept;
+  // [T, k] int64: each of this rank's tokens' kept experts, -1 where capacity
+  // dropped the assignment (the router's own tensor; token-level routing dumps).
+  torch::Tensor kept_ids;
 };
 
 struct MoeOutput {

@@ -33,4 +33,12 @@ nlohmann::json mean_std_json(const MeanStd& m) {
           {"std", m.std ? nlohmann::json(*m.std) : nlohmann::json(nullptr)}};
 }
 
+MeanStd mean_std_from_json(const nlohmann::json& j) {
+  MeanStd m;
+  m.n = j.at("n").get<size_t>();
+  if (!j.at("mean").is_null()) m.mean = j["mean"].get<double>();
+  if (!j.at("std").is_null()) m.std = j["std"].get<double>();
+  return m;
+}
+
 }  // namespace moelab

@@ -22,5 +22,7 @@ std::string format_mean_std(const MeanStd& m, int decimals = 4);
 
 // {"n", "mean", "std"}, null where undefined (summary.json).
 nlohmann::json mean_std_json(const MeanStd& m);
+// Its inverse.
+MeanStd mean_std_from_json(const nlohmann::json& j);
 
 }  // namespace moelab

@@ -8,9 +8,11 @@
 #include <set>
 
 #include "data/dataset_info.h"
+#include "data/tokenizer.h"
 #include "train/evaluate_checkpoint.h"
 #include "train/evaluator.h"
 #include "train/expert_distribution.h"
+#include "train/routing_dump.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/mpi_session.h"
@@ -96,13 +98,23 @@ std::vector<int64_t> moe_layers(const Config& cfg) {
   return layers;
 }
 
+// --seq-len, or the model's context.
+int64_t window_tokens(const Config& cfg, const RoutingAnalysisOptions& opts) {
+  if (opts.seq_len > cfg.model.seq_len) {
+    throw InputError("analyze routing: --seq-len " + std::to_string(opts.seq_len) +
+                     " is longer than the model's context (model.seq_len " +
+                     std::to_string(cfg.model.seq_len) + ")");
+  }
+  return opts.seq_len > 0 ? opts.seq_len : cfg.model.seq_len;
+}
+
 // One set's counts; a dataset that cannot be read is named by its --set.
 SetCounts count_set(CheckpointModel& loaded, const RoutingSet& set,
                     const RoutingAnalysisOptions& opts) {
   const std::string arg = "--set " + set.name + "=" + set.dir;
   try {
     const int64_t max_windows = opts.batches * opts.batch_seqs;
-    ValidationSet val(set.dir, opts.split, loaded.cfg.model.seq_len, max_windows);
+    ValidationSet val(set.dir, opts.split, window_tokens(loaded.cfg, opts), max_windows);
     check_vocab_matches(val.info(), loaded.cfg.model.vocab_size);
     return {set.name, count_routed_assignments(loaded.model, val, opts.batch_seqs,
                                                loaded.plan->groups().dp.get(), loaded.device)};
@@ -179,7 +191,10 @@ void write_routing_report(const Json& report, const std::string& dir) {
   write_csvs(report, dir);
 }
 
-Json analyze_routing(const RoutingAnalysisOptions& opts) {
+namespace {
+
+// The --set arguments, each name once.
+std::vector<RoutingSet> parse_routing_sets(const RoutingAnalysisOptions& opts) {
   if (opts.sets.empty()) throw InputError("analyze routing: give at least one --set NAME=DATASET");
   std::vector<RoutingSet> sets;
   std::set<std::string> names;
@@ -190,6 +205,30 @@ Json analyze_routing(const RoutingAnalysisOptions& opts) {
                        " is given twice");
     }
   }
+  if (opts.dump_windows > 0 && MpiSession::size() > 1) {
+    throw InputError("analyze routing: --dump-windows runs in one process (without mpirun)");
+  }
+  return sets;
+}
+
+// --dump-windows: each set's first windows token by token, in routing_tokens.jsonl.
+void dump_token_routing(CheckpointModel& loaded, const std::vector<RoutingSet>& sets,
+                        const RoutingAnalysisOptions& opts) {
+  std::string lines;
+  for (const RoutingSet& set : sets) {
+    const ValidationSet val(set.dir, opts.split, window_tokens(loaded.cfg, opts),
+                            opts.dump_windows);
+    lines +=
+        token_routing_lines(loaded.model, val, opts.batch_seqs, Tokenizer::from_dataset(set.dir),
+                            set.name, moe_layers(loaded.cfg), loaded.device);
+  }
+  write_file_atomically(opts.out_dir + "/routing_tokens.jsonl", lines);
+}
+
+}  // namespace
+
+Json analyze_routing(const RoutingAnalysisOptions& opts) {
+  const std::vector<RoutingSet> sets = parse_routing_sets(opts);
   CheckpointModel loaded = load_checkpoint_model(opts.checkpoint, opts.ep);
   if (!loaded.cfg.moe.enabled) {
     throw InputError("analyze routing: " + opts.checkpoint + " is a dense model (no [moe])");
@@ -201,8 +240,10 @@ Json analyze_routing(const RoutingAnalysisOptions& opts) {
   report["step"] = loaded.step;
   report["split"] = opts.split;
   report["num_experts"] = loaded.cfg.moe.num_experts;
+  report["seq_len"] = window_tokens(loaded.cfg, opts);
   for (const RoutingSet& set : sets) report["datasets"][set.name] = set.dir;
   if (MpiSession::rank() == 0) write_routing_report(report, opts.out_dir);
+  if (opts.dump_windows > 0) dump_token_routing(loaded, sets, opts);
   return report;
 }
 

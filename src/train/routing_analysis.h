@@ -59,8 +59,10 @@ struct RoutingAnalysisOptions {
   std::string out_dir = "routing";
   int64_t batches = 0;  // forward passes per set (0 = every window)
   int64_t batch_seqs = 16;
+  int64_t seq_len = 0;  // tokens a window (0 = the model's seq_len)
   int64_t ep = 1;
   int64_t top = 3;
+  int64_t dump_windows = 0;  // > 0: routing_tokens.jsonl of each set's first windows
 };
 
 // Loads the checkpoint, counts every set and returns the report; rank 0

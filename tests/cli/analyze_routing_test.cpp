@@ -3,13 +3,17 @@
 // refused naming them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "cli/run_moelab.h"
+#include "common/shared_data.h"
+#include "hub/hf_test_util.h"
 
 namespace {
 
@@ -68,7 +72,7 @@ class AnalyzeRouting : public ::testing::Test {
     const std::string root = kRoot.string();
     return "analyze routing " + root + "/run/checkpoints/step_00000003 --set main=" + root +
            "/main --set other=" + root + "/other --batches 2 --batch-seqs 2 --out " + root + "/" +
-           out + " " + more;
+           out + " --no-plots " + more;
   }
 };
 
@@ -95,6 +99,130 @@ TEST_F(AnalyzeRouting, SameNumbersAtWorldOneAndAtTwoRanksWithExpertsSplit) {
   }
   EXPECT_NE(one.output.find("JSD(main, other) mean over MoE layers"), std::string::npos)
       << one.output;
+}
+
+// The token-level dump of the four windows counted, in the same passes: per
+// set and layer, its kept experts (-1 dropped) tally to the report's counts.
+TEST_F(AnalyzeRouting, TokenDumpTalliesToTheCountsOfTheSameWindows) {
+  const MoelabResult r = moelab(analyze("dump", "--dump-windows 4"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto report = nlohmann::json::parse(read(kRoot / "dump/routing.json"));
+  std::map<std::string, std::map<std::string, std::vector<int64_t>>> tally;  // set, layer
+  std::ifstream lines(kRoot / "dump/routing_tokens.jsonl");
+  int windows = 0;
+  for (std::string line; std::getline(lines, line); ++windows) {
+    const auto row = nlohmann::json::parse(line);
+    ASSERT_EQ(row["tokens"].size(), 16u);
+    ASSERT_EQ(row["pieces"].size(), 16u);
+    for (const auto& [layer, experts] : row["experts"].items()) {
+      auto& counts = tally[row["set"]][layer];
+      counts.resize(4);
+      ASSERT_EQ(experts.size(), 16u);
+      for (const auto& kept : experts) {
+        ASSERT_EQ(kept.size(), 2u);
+        for (const auto& e : kept) {
+          if (e.get<int64_t>() >= 0) ++counts[e.get<int64_t>()];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(windows, 8);
+  for (const auto& layer : report["layers"]) {
+    for (const char* set : {"main", "other"}) {
+      EXPECT_EQ(nlohmann::json(tally[set][std::to_string(layer["layer"].get<int64_t>())]),
+                layer["sets"][set]["counts"])
+          << set << " layer " << layer["layer"];
+    }
+  }
+  const MoelabResult two =
+      moelab(moelab::testing::mpirun_prefix(2), analyze("dump2", "--dump-windows 4"));
+  EXPECT_EQ(two.code, 2) << two.output;
+  EXPECT_NE(two.output.find("--dump-windows runs in one process"), std::string::npos) << two.output;
+}
+
+double jsd_of(const nlohmann::json& pairs) {
+  EXPECT_EQ(pairs.size(), 1u);
+  return pairs[0]["jsd"].get<double>();
+}
+
+// Over a study: every MoE run's newest checkpoint analysed as alone, the dense
+// variant skipped, and per variant the mean and sample std over the seeds of
+// each run's entropies and divergences.
+TEST_F(AnalyzeRouting, OverAStudyEachMoeRunAndTheMeanAndStdOverItsSeeds) {
+  const std::string root = kRoot.string();
+  std::ofstream(kRoot / "study.toml")
+      << "[study]\nname = \"route\"\nbase = \"tiny.toml\"\nseeds = [0, 1]\nout_root = \"" << root
+      << "/study\"\n[[variant]]\nname = \"moe\"\n[[variant]]\nname = \"dense\"\n"
+         "set = { \"moe.enabled\" = false }\n";
+  const MoelabResult study = moelab("study run --no-plots " + root + "/study.toml");
+  ASSERT_EQ(study.code, 0) << study.output;
+  const MoelabResult r =
+      moelab("analyze routing " + root + "/study --set main=" + root + "/main --set other=" + root +
+             "/other --batches 2 --batch-seqs 2 " + "--out " + root + "/study_routing");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path out = kRoot / "study_routing";
+  EXPECT_FALSE(fs::exists(out / "dense"));
+  const auto seed0 = nlohmann::json::parse(read(out / "moe/seed0/routing.json"));
+  const auto seed1 = nlohmann::json::parse(read(out / "moe/seed1/routing.json"));
+  EXPECT_EQ(seed1["checkpoint"], root + "/study/moe/seed1/checkpoints/step_00000003");
+  const auto summary = nlohmann::json::parse(read(out / "routing_summary.json"));
+  ASSERT_EQ(summary["variants"].size(), 1u);
+  const auto& moe = summary["variants"][0];
+  EXPECT_EQ(moe["variant"], "moe");
+  EXPECT_EQ(moe["seeds"], nlohmann::json({0, 1}));
+  const double a = jsd_of(seed0["mean_jsd"]), b = jsd_of(seed1["mean_jsd"]);
+  ASSERT_NE(a, b) << "two seeds should route differently";
+  EXPECT_DOUBLE_EQ(moe["mean_jsd"][0]["jsd"]["mean"].get<double>(), (a + b) / 2);
+  EXPECT_DOUBLE_EQ(moe["mean_jsd"][0]["jsd"]["std"].get<double>(),
+                   std::abs(a - b) / std::sqrt(2.0));
+  for (size_t l = 0; l < 2; ++l) {
+    const double e0 = seed0["layers"][l]["sets"]["other"]["entropy"].get<double>();
+    const double e1 = seed1["layers"][l]["sets"]["other"]["entropy"].get<double>();
+    const auto& entropy = moe["layers"][l]["entropy"]["other"];
+    EXPECT_DOUBLE_EQ(entropy["mean"].get<double>(), (e0 + e1) / 2) << l;
+    EXPECT_EQ(entropy["n"].get<int64_t>(), 2) << l;
+    EXPECT_DOUBLE_EQ(moe["layers"][l]["jsd"][0]["jsd"]["mean"].get<double>(),
+                     (jsd_of(seed0["layers"][l]["jsd"]) + jsd_of(seed1["layers"][l]["jsd"])) / 2);
+  }
+  EXPECT_NE(read(out / "routing_summary_jsd.csv").find("moe,mean,main,other,2,"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("moe: JSD(main, other) mean over MoE layers "), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(out / "routing_jsd_moe.png") &&
+                  fs::exists(out / "moe/seed1/routing_experts.png") ||
+              r.output.find("skipping the plots") != std::string::npos)
+      << r.output;
+}
+
+// A published MoE's structure (Qwen3-30B-A3B's real config.json, shrunk by
+// transformers with random weights) imported: no capacity, so every token's
+// top-k assignments are kept and each layer counts windows x seq_len x top_k.
+TEST_F(AnalyzeRouting, CountsEveryAssignmentOfAnImportedPublishedMoe) {
+  ASSERT_TRUE(moelab::testing::transformers_available());
+  const std::string root = kRoot.string();
+  std::string config;
+  ASSERT_NO_FATAL_FAILURE(
+      moelab::testing::shared_data_file("configs/Qwen--Qwen3-30B-A3B/config.json", &config));
+  ASSERT_NO_FATAL_FAILURE(
+      moelab::testing::make_hf_model("qwen3_moe", "config=" + config, root + "/qwen3_moe"));
+  MoelabResult r = moelab("import " + root + "/qwen3_moe --out " + root + "/imported");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = moelab("analyze routing " + root + "/imported/checkpoints/step_00000000 --set main=" + root +
+             "/main --set other=" + root +
+             "/other --batches 2 --batch-seqs 2 --seq-len 16 --no-plots --out " + root +
+             "/imported_routing");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto report = nlohmann::json::parse(read(kRoot / "imported_routing/routing.json"));
+  const auto hf = nlohmann::json::parse(read(kRoot / "qwen3_moe/config.json"));
+  const int64_t top_k = hf["num_experts_per_tok"], seq_len = report["seq_len"];
+  ASSERT_EQ(report["layers"].size(), hf["num_hidden_layers"].get<size_t>());
+  // transformers 5 saves Qwen3-MoE's num_experts as num_local_experts.
+  EXPECT_EQ(report["num_experts"], hf.value("num_local_experts", hf.value("num_experts", 0)));
+  for (const auto& layer : report["layers"]) {
+    for (const char* set : {"main", "other"}) {
+      EXPECT_EQ(layer["sets"][set]["assignments"].get<int64_t>(), 4 * seq_len * top_k) << set;
+    }
+  }
 }
 
 TEST_F(AnalyzeRouting, BadSetExitsTwoNamingIt) {
