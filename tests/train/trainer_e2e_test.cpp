@@ -442,6 +442,11 @@ TEST_F(TrainerE2E, MtpLogsEachDepthResumesExactlyAndValidatesTheNextTokenOnly) {
     EXPECT_NEAR(weighted[i], 0.3 / 2 * (depth_1[i] + depth_2[i]), 1e-6 * weighted[i])  // fp32
         << "step " << i + 1;
   }
+  // TensorBoard holds them as the log does (mtp_loss, mtp_ce/depth_<k>).
+  EXPECT_EQ(run(std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
+                "/tests/train/check_tensorboard.py " + (kRoot / "mtp_full").string()),
+            0)
+      << last_log();
   std::ifstream plain_metrics(kRoot / "mtp_off" / "metrics.jsonl");
   std::string first;
   std::getline(plain_metrics, first);
