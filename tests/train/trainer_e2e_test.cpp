@@ -235,12 +235,14 @@ TEST_F(TrainerE2E, EvaluationMovesNeitherTheRoutingBiasNorTheCurve) {
 }
 
 // Activation checkpointing recomputes, it does not change: over two ranks with
-// the experts split (the all-to-all runs again in backward) and an aux-free
-// bias, the curve, the router statistics and the bias equal a run without it.
+// the experts split (the all-to-all runs again in backward), an aux-free bias
+// and an MTP module (its block recomputed under "full"), the curve, the router
+// statistics and the bias equal a run without it.
 TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
   const std::string sets =
       "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
-      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set parallel.ep=2 ";
+      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set parallel.ep=2 "
+      "--set train.mtp_depth=1 ";
   ASSERT_EQ(run(train("ac_none", sets, 2)), 0) << last_log();
   const auto none = moelab::load_checkpoint((kRoot / "ac_none/checkpoints/step_00000006").string());
   const auto metrics = [](const fs::path& run_dir) {
@@ -258,7 +260,7 @@ TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
     const auto a = metrics(kRoot / "ac_none"), b = metrics(kRoot / name);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      for (const char* key : {"loss", "grad_norm", "z_loss"}) {
+      for (const char* key : {"loss", "grad_norm", "z_loss", "mtp_loss"}) {
         EXPECT_NEAR(b[i][key].get<double>(), a[i][key].get<double>(),
                     1e-6 * std::abs(a[i][key].get<double>()))
             << key << " at step " << a[i]["step"];
