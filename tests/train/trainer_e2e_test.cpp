@@ -770,6 +770,18 @@ double eval_loss(const fs::path& checkpoint) {
   return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
 }
 
+// `moelab eval` of an MTP run's checkpoint loads the modules with the model and
+// gives the run's own validation loss, the next-token loss.
+TEST_F(TrainerE2E, MoelabEvalOfAnMtpCheckpointIsItsNextTokenLoss) {
+  ASSERT_EQ(run(train("mtp_eval",
+                      "--set train.max_steps=2 --set eval.interval=2 "
+                      "--set train.mtp_depth=2")),
+            0)
+      << last_log();
+  const double val = column(kRoot / "mtp_eval" / "val.csv", 2).back();
+  EXPECT_NEAR(eval_loss(kRoot / "mtp_eval" / "checkpoints" / "step_00000002"), val, 1e-5 * val);
+}
+
 // RoPE scaling is in no tensor, only in the config the checkpoint embeds. A
 // resume with it continues the run's own curve (which plain RoPE leaves); a
 // resume without it is refused, naming the key; `moelab eval` rebuilds it.
