@@ -43,5 +43,29 @@ TEST(Mtp, SequencesTooShortForTheDepthAreRefusedNamingIt) {
   EXPECT_EQ(model->forward(longer, longer).mtp_ce.size(), 3u);
 }
 
+// Under bf16 matmuls the modules' projection and block run in bf16 and hand
+// fp32 hidden states on; every module parameter gets a finite fp32 gradient.
+TEST(Mtp, TrainsUnderBf16Matmuls) {
+  Config cfg = testing::tiny_config(true);
+  cfg.train.precision = Precision::kBf16;
+  cfg.train.mtp_depth = 2;
+  Transformer model(model_settings(cfg));
+  const auto tokens = torch::randint(0, cfg.model.vocab_size, {2, cfg.model.seq_len});
+  const auto out = model->forward(tokens, tokens);
+  ASSERT_EQ(out.mtp_ce.size(), 2u);
+  EXPECT_EQ(out.mtp_loss.scalar_type(), torch::kFloat);
+  (out.lm_loss + out.mtp_loss).backward();
+  int checked = 0;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().rfind("mtp.", 0) != 0) continue;
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_EQ(p.value().grad().scalar_type(), torch::kFloat) << p.key();
+    EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+    EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 }  // namespace
 }  // namespace moelab
