@@ -45,6 +45,7 @@ void print_counts(const std::string& title, const ParamCounts& c) {
   row("head", c.head);
   row("total", c.total);
   row("active", c.active);
+  if (c.mtp > 0) row("mtp (training)", c.mtp);
 }
 
 void run_params(const ParamsOptions& opt) {

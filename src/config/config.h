@@ -142,6 +142,11 @@ struct TrainConfig {
   int64_t memory_snapshot_step = 0;
   // Recomputed in backward instead of kept: nothing, every block, or each MoE FFN.
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
+  // Multi-token prediction (DeepSeek-V3, model/mtp.h): D sequential modules, the
+  // k-th predicting token i + k + 1; their mean cross-entropies, times
+  // mtp_loss_weight / D, join the training loss. 0 = off.
+  int64_t mtp_depth = 0;
+  double mtp_loss_weight = 0.3;
 };
 
 struct OptimConfig {

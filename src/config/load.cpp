@@ -542,6 +542,11 @@ void validate(const Config& c, int world_size) {
           "train.activation_checkpointing",
           "train.activation_checkpointing = \"moe\" needs moe.enabled = true (a dense model has "
           "no MoE FFN to recompute)");
+  // Depth k predicts token i + k + 1 of a window of seq_len + 1 tokens: the
+  // deepest module needs at least one position with a target.
+  require(c.train.mtp_depth < m.seq_len, c, "train.mtp_depth",
+          kv("train.mtp_depth", c.train.mtp_depth) + " must be < " +
+              kv("model.seq_len", m.seq_len) + " (depth k predicts k + 1 tokens ahead)");
   const auto& profiled = c.train.profile_steps;
   require(profiled.empty() || (profiled.size() == 2 && profiled[0] <= profiled[1]), c,
           "train.profile_steps",

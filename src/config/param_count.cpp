@@ -10,6 +10,23 @@
 
 namespace moelab {
 
+namespace {
+
+// One MTP module: its two norms and projection [d, 2d], and a dense block
+// (attention, its two norms and a SwiGLU of model.d_ff), counted as one layer
+// of the dense model without its final norm.
+int64_t mtp_module_params(const Config& cfg) {
+  Config one = cfg;
+  one.model.n_layers = 1;
+  one.moe.enabled = false;
+  one.train.mtp_depth = 0;
+  const ParamCounts layer = count_params(one);
+  const int64_t d = cfg.model.d_model;
+  return 2 * d + 2 * d * d + layer.attention + (layer.norms - d) + layer.dense_ffn;
+}
+
+}  // namespace
+
 ParamCounts count_params(const Config& cfg) {
   const auto& m = cfg.model;
   const int64_t d = m.d_model, layers = m.n_layers;
@@ -42,6 +59,7 @@ ParamCounts count_params(const Config& cfg) {
       c.embedding + c.head + c.attention + c.norms + c.dense_ffn + c.router + c.shared_experts;
   c.total = always + c.experts_total;
   c.active = always + c.experts_active;
+  if (cfg.train.mtp_depth > 0) c.mtp = cfg.train.mtp_depth * mtp_module_params(cfg);
   return c;
 }
 
@@ -144,15 +162,25 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
                  [](Config& c, int64_t w) { c.moe.d_expert = w; });
 }
 
+namespace {
+
+// QK^T and AV of one layer over the seq_len window, forward and backward.
+double attention_score_flops(const ModelConfig& m) {
+  return 12.0 * m.seq_len * static_cast<double>(m.n_heads * m.head_dim());
+}
+
+}  // namespace
+
 double model_flops_per_token(const Config& cfg) {
   const ParamCounts counts = count_params(cfg);
-  const double head_matmul = static_cast<double>(cfg.model.vocab_size) * cfg.model.d_model;
+  const auto& m = cfg.model;
+  const double head_matmul = static_cast<double>(m.vocab_size) * m.d_model;
   const double non_embedding_active =
       static_cast<double>(counts.active - counts.embedding - counts.head) + head_matmul;
-  const auto& m = cfg.model;
-  const double attention_scores =
-      12.0 * m.n_layers * m.seq_len * static_cast<double>(m.n_heads * m.head_dim());
-  return 6.0 * non_embedding_active + attention_scores;
+  const double depth = static_cast<double>(cfg.train.mtp_depth);
+  const double mtp = 6.0 * (static_cast<double>(counts.mtp) + depth * head_matmul) +
+                     depth * attention_score_flops(m);
+  return 6.0 * non_embedding_active + m.n_layers * attention_score_flops(m) + mtp;
 }
 
 void apply_compute_budget(Config& cfg) {

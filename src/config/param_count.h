@@ -21,6 +21,9 @@ struct ParamCounts {
   int64_t head = 0;            // 0 when tied to the embedding
   int64_t total = 0;
   int64_t active = 0;  // parameters one token uses (total - inactive experts)
+  // The multi-token prediction modules (train.mtp_depth; model/mtp.h): trained
+  // beside the model but neither evaluated nor exported, so in neither count above.
+  int64_t mtp = 0;
 };
 
 ParamCounts count_params(const Config& cfg);
@@ -57,7 +60,9 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
 // term is the attention scores and weighted sum (QK^T and AV, forward and
 // backward) over the full seq_len window, not halved for causality; its width
 // is the heads' (n_heads * head_dim), which is d_model unless model.head_dim
-// sets it apart.
+// sets it apart. With train.mtp_depth = D, each MTP module adds the same
+// estimate for its own parameters, a head matmul and one layer's attention
+// scores (its window is k tokens shorter; not counted).
 double model_flops_per_token(const Config& cfg);
 
 // train.compute_budget > 0: sets train.max_steps to the whole steps the budget

@@ -340,6 +340,10 @@ std::vector<Field> train_fields(TrainConfig& t) {
              "recompute in backward instead of keeping: every block, or each MoE FFN"),
       integer("train.memory_snapshot_step", &t.memory_snapshot_step, 0,
               "cuda: step after which the allocator snapshot is written (0 = none)"),
+      integer("train.mtp_depth", &t.mtp_depth, 0,
+              "multi-token prediction modules (DeepSeek-V3; 0 = off)"),
+      real("train.mtp_loss_weight", &t.mtp_loss_weight, 0, false,
+           "lambda: the MTP loss is lambda / depth x the sum of each depth's cross-entropy"),
   };
 }
 

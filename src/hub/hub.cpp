@@ -100,6 +100,12 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
     tensors[zero.theirs] =
         torch::zeros(zero.shape, dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32);
   }
+  if (cfg.train.mtp_depth > 0) {
+    spdlog::info(
+        "the {} multi-token prediction modules (train.mtp_depth) are not exported: {} "
+        "has none",
+        cfg.train.mtp_depth, family.architecture);
+  }
   std::filesystem::create_directories(out);
   write_safetensors(out + "/model.safetensors", tensors, {{"format", "pt"}});
   json config = hf_config_json(cfg, family);

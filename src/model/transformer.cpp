@@ -7,6 +7,7 @@
 #include "model/activation_checkpoint.h"
 #include "model/compute.h"
 #include "model/local_dispatcher.h"
+#include "model/mtp.h"
 #include "model/phase_timer.h"
 #include "model/precision.h"
 #include "util/error.h"
@@ -62,6 +63,8 @@ ModelSettings model_settings(const Config& cfg) {
   settings.precision = cfg.train.precision;
   settings.checkpointing = cfg.train.activation_checkpointing;
   settings.init_seed = cfg.train.seed;
+  settings.mtp_depth = cfg.train.mtp_depth;
+  settings.mtp_loss_weight = cfg.train.mtp_loss_weight;
   return settings;
 }
 
@@ -147,6 +150,7 @@ torch::Tensor BlockImpl::forward_block(const torch::Tensor& h, c10::ScalarType c
 
 TransformerImpl::TransformerImpl(const ModelSettings& settings, MoeContext ctx)
     : model_(settings.model),
+      mtp_loss_weight_(settings.mtp_loss_weight),
       bf16_on_cpu_(resolve_precision(settings.precision, torch::kCPU).precision ==
                    Precision::kBf16),
       bf16_on_cuda_(resolve_precision(settings.precision, torch::kCUDA).precision ==
@@ -156,6 +160,10 @@ TransformerImpl::TransformerImpl(const ModelSettings& settings, MoeContext ctx)
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t l = 0; l < model_.n_layers; ++l) layers->push_back(Block(settings, l, ctx));
   final_norm = register_module("final_norm", RMSNorm(d, model_.norm_eps));
+  if (settings.mtp_depth > 0) {
+    mtp = register_module("mtp", torch::nn::ModuleList());
+    for (int64_t k = 0; k < settings.mtp_depth; ++k) mtp->push_back(MtpModule(settings));
+  }
   head = model_.tie_embeddings ? embedding : register_parameter("head", torch::empty({vocab, d}));
   reset_parameters(settings.init_seed);
 }
@@ -231,6 +239,43 @@ torch::OrderedDict<std::string, torch::Tensor> TransformerImpl::named_rows(
   return out;
 }
 
+torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens) const {
+  PhaseScope phase(Phase::kEmbedding);
+  return embedding.index_select(0, tokens.reshape(-1)).view({tokens.size(0), tokens.size(1), -1});
+}
+
+torch::Tensor TransformerImpl::head_loss(const torch::Tensor& h, const torch::Tensor& targets,
+                                         c10::ScalarType compute_dtype) {
+  torch::Tensor normed;
+  {
+    PhaseScope phase(Phase::kNorm);
+    normed = final_norm->forward(h, compute_dtype);
+  }
+  PhaseScope phase(Phase::kHead);
+  const int64_t d = normed.size(-1);
+  return linear_cross_entropy(normed.reshape({-1, d}), head.to(normed.scalar_type()),
+                              targets.reshape(-1));
+}
+
+// Depth k sees positions 0 .. S-1-k: token t_{i+k} (targets[:, i+k-1]) in, and
+// t_{i+k+1} (targets[:, i+k]) to predict.
+void TransformerImpl::forward_mtp(torch::Tensor h, const torch::Tensor& targets,
+                                  c10::ScalarType compute_dtype, ModelOutput& out) {
+  const int64_t depth = int64_t(mtp->size()), seq = targets.size(1);
+  if (seq <= depth) {
+    throw InputError("model: train.mtp_depth = " + std::to_string(depth) +
+                     " needs sequences of more than " + std::to_string(depth) + " tokens, got " +
+                     std::to_string(seq));
+  }
+  for (int64_t k = 1; k <= depth; ++k) {
+    const int64_t positions = seq - k;
+    h = mtp[k - 1]->as<MtpModule>()->forward(
+        h.narrow(1, 0, positions), embed(targets.narrow(1, k - 1, positions)), compute_dtype, out);
+    out.mtp_ce.push_back(head_loss(h, targets.narrow(1, k, positions), compute_dtype));
+  }
+  out.mtp_loss = torch::stack(out.mtp_ce).sum() * (mtp_loss_weight_ / double(depth));
+}
+
 ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets) {
   if (tokens.dim() != 2 || tokens.size(1) > model_.seq_len) {
     throw InputError("model: expected tokens [batch, seq <= model.seq_len = " +
@@ -242,25 +287,21 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::T
   ModelOutput out;
   out.aux_loss = torch::zeros({}, embedding.options());
   out.z_loss = torch::zeros({}, embedding.options());
-  torch::Tensor h;
-  {
-    PhaseScope phase(Phase::kEmbedding);
-    h = embedding.index_select(0, tokens.reshape(-1)).view({tokens.size(0), tokens.size(1), -1});
-  }
+  out.mtp_loss = torch::zeros({}, embedding.options());
+  torch::Tensor h = embed(tokens);
   for (auto& layer : *layers) h = layer->as<Block>()->forward(h, compute, out);
+  if (targets.defined()) {
+    out.lm_loss = head_loss(h, targets, compute);
+    if (mtp) forward_mtp(h, targets, compute, out);
+    return out;
+  }
   torch::Tensor normed;
   {
     PhaseScope phase(Phase::kNorm);
     normed = final_norm->forward(h, compute);
   }
   PhaseScope phase(Phase::kHead);
-  if (targets.defined()) {
-    const int64_t d = normed.size(-1);
-    out.lm_loss = linear_cross_entropy(normed.reshape({-1, d}), head.to(normed.scalar_type()),
-                                       targets.reshape(-1));
-  } else {
-    out.logits = project(normed, head);
-  }
+  out.logits = project(normed, head);
   return out;
 }
 

@@ -34,10 +34,14 @@
 namespace moelab {
 
 struct ModelOutput {
-  torch::Tensor logits;                  // [B, S, V] in the compute dtype, without targets
-  torch::Tensor lm_loss;                 // with targets: mean token cross-entropy, fp32
-  torch::Tensor aux_loss;                // scalars (0 for dense), summed over MoE layers,
-  torch::Tensor z_loss;                  // already multiplied by their coefficients
+  torch::Tensor logits;    // [B, S, V] in the compute dtype, without targets
+  torch::Tensor lm_loss;   // with targets: mean token cross-entropy, fp32
+  torch::Tensor aux_loss;  // scalars (0 for dense), summed over MoE layers,
+  torch::Tensor z_loss;    // already multiplied by their coefficients
+  // With train.mtp_depth = D and targets (model/mtp.h): each depth's mean
+  // cross-entropy, and mtp_loss_weight / D times their sum (0 without MTP).
+  std::vector<torch::Tensor> mtp_ce;
+  torch::Tensor mtp_loss;
   std::vector<MoeLayerStats> moe_stats;  // one per MoE layer
 };
 
@@ -56,6 +60,8 @@ struct ModelSettings {
   Precision precision = Precision::kAuto;  // train.precision, resolved per device once
   ActivationCheckpointing checkpointing = ActivationCheckpointing::kNone;
   int64_t init_seed = 0;  // train.seed
+  int64_t mtp_depth = 0;  // train.mtp_depth: multi-token prediction modules (model/mtp.h)
+  double mtp_loss_weight = 0;
 };
 
 // The model's settings from a run configuration.
@@ -95,7 +101,9 @@ class TransformerImpl : public torch::nn::Module {
   // tokens [B, S] int64. With targets [B, S] the output holds lm_loss and no
   // logits: the head and the loss are fused (kernels/linear_cross_entropy.h),
   // equal to the mean token cross-entropy of the logits (fp32; double stays
-  // double) without the [B, S, V] logits.
+  // double) without the [B, S, V] logits. With MTP modules and targets, the
+  // output holds their losses too: targets[:, j] = token j + 1 gives depth k
+  // its inputs and targets (model/mtp.h).
   ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets = {});
 
   // Routed-expert parameters (held by a subset of ranks, reduced over the
@@ -122,13 +130,22 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor head;       // [V, d]; the embedding itself when tied
   torch::nn::ModuleList layers;
   RMSNorm final_norm{nullptr};
+  torch::nn::ModuleList mtp{nullptr};  // train.mtp_depth MtpModules; null when 0
 
  private:
+  torch::Tensor embed(const torch::Tensor& tokens) const;
+  // The final norm, head and mean cross-entropy of hidden states h [B, S, d].
+  torch::Tensor head_loss(const torch::Tensor& h, const torch::Tensor& targets,
+                          c10::ScalarType compute_dtype);
+  // The MTP modules' losses into `out`, from the main model's last hidden state.
+  void forward_mtp(torch::Tensor h, const torch::Tensor& targets, c10::ScalarType compute_dtype,
+                   ModelOutput& out);
   // named_parameters() with each stacked expert tensor's rows listed apart, of(p) for p.
   torch::OrderedDict<std::string, torch::Tensor> named_rows(
       const std::function<torch::Tensor(const torch::Tensor&)>& of) const;
 
   ModelConfig model_;
+  double mtp_loss_weight_;
   // train.precision resolved once: bf16 matmuls on a CPU tensor, on a CUDA one
   // (otherwise the parameters' own dtype: fp32, or double in gradient checks).
   bool bf16_on_cpu_, bf16_on_cuda_;

@@ -36,6 +36,16 @@ void accumulate(torch::Tensor& sum, const torch::Tensor& value, double weight) {
   sum = sum.defined() ? sum + weighted : weighted;
 }
 
+// The weighted MTP loss (added to the loss) and each depth's cross-entropy,
+// mtp_ce/depth_<k> in TensorBoard.
+void add_mtp_metrics(double mtp_loss, const std::vector<double>& mtp_ce, nlohmann::json& line) {
+  line["mtp_loss"] = mtp_loss;
+  nlohmann::json per_depth;
+  for (size_t k = 0; k < mtp_ce.size(); ++k)
+    per_depth["depth_" + std::to_string(k + 1)] = mtp_ce[k];
+  line["mtp_ce"] = per_depth;
+}
+
 bool every(int64_t interval, int64_t step) {
   return interval > 0 && step % interval == 0;
 }
@@ -266,10 +276,14 @@ Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
     ModelOutput out = model_->forward(chunk.narrow(1, 0, cfg_.model.seq_len),
                                       chunk.narrow(1, 1, cfg_.model.seq_len));
     if (m + micro_seqs_ == local_seqs_) plan_.before_last_backward();
-    ((out.lm_loss + out.aux_loss + out.z_loss) * weight).backward();
+    ((out.lm_loss + out.aux_loss + out.z_loss + out.mtp_loss) * weight).backward();
     accumulate(losses.lm, out.lm_loss, weight);
     accumulate(losses.aux, out.aux_loss, weight);
     accumulate(losses.z, out.z_loss, weight);
+    accumulate(losses.mtp, out.mtp_loss, weight);
+    losses.mtp_ce.resize(out.mtp_ce.size());
+    for (size_t k = 0; k < out.mtp_ce.size(); ++k)
+      accumulate(losses.mtp_ce[k], out.mtp_ce[k], weight);
     losses.moe_stats = std::move(out.moe_stats);
   }
   return losses;
@@ -278,20 +292,25 @@ Trainer::StepLosses Trainer::forward_backward(const torch::Tensor& batch) {
 void Trainer::reduce_step(const StepLosses& losses, StepResult& result) {
   plan_.sync_gradients();
   const double stop = StopSignals::received() != 0 ? 1.0 : 0.0;
-  const auto host =
-      torch::stack({losses.lm, losses.aux, losses.z, plan_.grad_sq_norm(device_)}).cpu();
-  result.grad_norm = std::sqrt(host[3].item<double>());
+  std::vector<torch::Tensor> means = {losses.lm, losses.aux, losses.z, losses.mtp};
+  means.insert(means.end(), losses.mtp_ce.begin(), losses.mtp_ce.end());
+  const int64_t n = int64_t(means.size());
+  means.push_back(plan_.grad_sq_norm(device_));
+  const auto host = torch::stack(means).cpu();
+  result.grad_norm = std::sqrt(host[n].item<double>());
   // The stop flag and the background checkpoint write's status ride on the
   // loss reduction: agreeing on them costs no message.
   auto summed = torch::cat(
-      {host.narrow(0, 0, 3), torch::tensor({stop}, torch::kDouble), checkpointer_->status()});
+      {host.narrow(0, 0, n), torch::tensor({stop}, torch::kDouble), checkpointer_->status()});
   plan_.control().all_reduce_sum(summed);
-  result.checkpoint_status = summed.narrow(0, 4, 2);
-  const auto mean = summed.narrow(0, 0, 3) / double(world_size_);
+  result.checkpoint_status = summed.narrow(0, n + 1, 2);
+  const auto mean = summed.narrow(0, 0, n) / double(world_size_);
   result.loss = mean[0].item<double>();
   result.aux_loss = mean[1].item<double>();
   result.z_loss = mean[2].item<double>();
-  result.stop_requested = summed[3].item<double>() > 0;
+  result.mtp_loss = mean[3].item<double>();
+  for (int64_t k = 4; k < n; ++k) result.mtp_ce.push_back(mean[k].item<double>());
+  result.stop_requested = summed[n].item<double>() > 0;
 }
 
 // Every rank sees the same reduced loss and norm, so all skip together.
@@ -416,6 +435,7 @@ void Trainer::log_step(const StepResult& r) {
                          {"data", data_metrics()}};
   line.update(ranks);
   if (!moe.is_null()) line["moe"] = moe;
+  if (!r.mtp_ce.empty()) add_mtp_metrics(r.mtp_loss, r.mtp_ce, line);
   metrics_->write(line);
   if (tensorboard_) tensorboard_->write_metrics(line);
 }

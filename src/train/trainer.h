@@ -62,12 +62,14 @@ class Trainer {
  private:
   // Losses of one step, weighted over its micro-batches, still on the device.
   struct StepLosses {
-    torch::Tensor lm, aux, z;
+    torch::Tensor lm, aux, z, mtp;
+    std::vector<torch::Tensor> mtp_ce;     // per MTP depth (train.mtp_depth)
     std::vector<MoeLayerStats> moe_stats;  // of the last micro-batch
   };
   // What one step did, reduced over every rank.
   struct StepResult {
-    double lr = 0, loss = 0, aux_loss = 0, z_loss = 0, grad_norm = 0;
+    double lr = 0, loss = 0, aux_loss = 0, z_loss = 0, mtp_loss = 0, grad_norm = 0;
+    std::vector<double> mtp_ce;  // per MTP depth
     bool skipped = false;
     bool stop_requested = false;      // a stop signal reached some rank (agreed by all)
     torch::Tensor checkpoint_status;  // RunCheckpointer::status() summed over the ranks
@@ -86,8 +88,8 @@ class Trainer {
 
   StepResult train_step();
   StepLosses forward_backward(const torch::Tensor& batch);
-  // Gradient sync and the step's loss, aux and z losses, gradient norm and stop
-  // request, reduced over every rank with one read-back to the host.
+  // Gradient sync and the step's loss, aux, z and MTP losses, gradient norm and
+  // stop request, reduced over every rank with one read-back to the host.
   void reduce_step(const StepLosses& losses, StepResult& result);
   void optimizer_step(StepResult& result);
   void advance_state();

@@ -309,6 +309,32 @@ TEST(HfImport, AnExportComesBackAsTheSameModel) {
   }
 }
 
+// Multi-token prediction modules train beside the model but belong to no
+// family: an MTP model exports as the same model without them, the tensors and
+// config.json of the model trained without MTP from the same seed.
+TEST(HfExport, DropsTheMtpModules) {
+  for (const bool moe : {false, true}) {
+    SCOPED_TRACE(moe ? "moe" : "dense");
+    Config plain = testing::tiny_config(moe);
+    Config mtp = plain;
+    mtp.train.mtp_depth = 2;
+    TempDir dir;
+    Transformer with_mtp(model_settings(mtp)), without(model_settings(plain));
+    ASSERT_GT(with_mtp->named_weights().size(), without->named_weights().size());
+    export_hf(testing::save_model_checkpoint(dir / "mtp", 1, with_mtp, mtp), dir / "hf_mtp");
+    export_hf(testing::save_model_checkpoint(dir / "plain", 1, without, plain), dir / "hf_plain");
+    const auto exported = read_safetensors(dir / "hf_mtp/model.safetensors");
+    const auto expected = read_safetensors(dir / "hf_plain/model.safetensors");
+    ASSERT_EQ(exported.size(), expected.size());
+    for (const auto& [name, t] : expected) {
+      ASSERT_TRUE(exported.count(name)) << name;
+      EXPECT_TRUE(torch::equal(exported.at(name), t)) << name;
+    }
+    EXPECT_EQ(read_text_file(dir / "hf_mtp/config.json", "config"),
+              read_text_file(dir / "hf_plain/config.json", "config"));
+  }
+}
+
 // What moelab cannot express in a source folder is refused, naming the key or tensor.
 TEST(HfImport, WhatMoelabCannotExpressIsRefusedByName) {
   ASSERT_TRUE(transformers_available());

@@ -7,7 +7,8 @@
 namespace moelab {
 namespace {
 
-TEST(Mfu, DenseFlopsPerTokenByHand) {
+// 2 layers of d_model 8 (2 heads), d_ff 16, over 32 tokens, vocabulary 100.
+Config small_dense_config() {
   Config cfg;
   cfg.model.vocab_size = 100;
   cfg.model.d_model = 8;
@@ -16,6 +17,11 @@ TEST(Mfu, DenseFlopsPerTokenByHand) {
   cfg.model.d_ff = 16;
   cfg.model.seq_len = 32;
   cfg.model.tie_embeddings = false;
+  return cfg;
+}
+
+TEST(Mfu, DenseFlopsPerTokenByHand) {
+  Config cfg = small_dense_config();
   // Per layer: attention 4 * 8 * 8 = 256, SwiGLU 3 * 8 * 16 = 384, 2 norms of 8.
   // Plus the final norm (8) and the head (100 * 8); the embedding is left out.
   const double params = 2 * (256 + 384 + 16) + 8 + 800;
@@ -45,6 +51,16 @@ TEST(Mfu, MoeCountsOnlyActiveExperts) {
   // attention 256, router 8 * 4, two active experts of 3 * 8 * 16, norms 3 * 8, head 800.
   const double params = 256 + 32 + 2 * 384 + 24 + 800;
   EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + 12.0 * 1 * 4 * 8);
+}
+
+TEST(Mfu, EachMtpModuleAddsItsParametersAHeadAndOneLayersScores) {
+  Config cfg = small_dense_config();
+  const double plain = model_flops_per_token(cfg);
+  cfg.train.mtp_depth = 3;
+  // A module: 2 norms of 8 and M_k 8 x 16, then a block of attention 256,
+  // SwiGLU 384 and 2 norms of 8; its head matmul 100 x 8; one layer's scores.
+  const double module = 16 + 128 + 256 + 384 + 16;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), plain + 3 * (6 * (module + 800) + 12.0 * 32 * 8));
 }
 
 TEST(Mfu, MeasuredPeakIsPlausible) {

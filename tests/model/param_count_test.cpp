@@ -45,6 +45,27 @@ TEST(ParamCount, MoeMatchesModuleAndCountsActiveExperts) {
   EXPECT_EQ(c.total - c.active, c.experts_total - c.experts_active);
 }
 
+// MTP modules (dense blocks even on an MoE) are counted apart: the model's
+// total and active stay those of the model without them.
+TEST(ParamCount, MtpModulesAreCountedApartFromTheModel) {
+  for (const bool moe : {false, true}) {
+    Config cfg = testing::tiny_config(moe);
+    cfg.model.qk_norm = QkNorm::kHead;
+    const auto plain = count_params(cfg);
+    EXPECT_EQ(plain.mtp, 0);
+    cfg.train.mtp_depth = 2;
+    const auto c = count_params(cfg);
+    EXPECT_EQ(c.total, plain.total);
+    EXPECT_EQ(c.active, plain.active);
+    int64_t mtp = 0;
+    for (const auto& p : Transformer(model_settings(cfg))->named_parameters()) {
+      if (p.key().rfind("mtp.", 0) == 0) mtp += p.value().numel();
+    }
+    EXPECT_EQ(c.mtp, mtp);
+    EXPECT_EQ(c.total + c.mtp, module_params(cfg));
+  }
+}
+
 TEST(ParamCount, MixedStacksCountEachLayerAsWhatItIs) {
   Config cfg = testing::tiny_config(true);  // d 16, d_ff 24, 4 experts of 12, top-2
   cfg.model.n_layers = 5;

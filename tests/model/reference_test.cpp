@@ -58,6 +58,7 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
           {"qk_norm", choice_name(m.qk_norm)},
           {"batch", batch},
           {"seq", seq},
+          {"mtp", {{"depth", cfg.train.mtp_depth}, {"loss_weight", cfg.train.mtp_loss_weight}}},
           {"moe",
            {{"enabled", cfg.moe.enabled},
             {"num_experts", cfg.moe.num_experts},
@@ -138,12 +139,18 @@ void expect_matches_reference(const Config& cfg) {
   // The loss as training computes it: the head fused with the cross-entropy.
   const auto out = model->forward(tokens, targets);
   const auto& lm = out.lm_loss;
-  (lm + out.aux_loss + out.z_loss).backward();
+  (lm + out.aux_loss + out.z_loss + out.mtp_loss).backward();
   nlohmann::json ref;
   std::ifstream(dir / "out.json") >> ref;
   EXPECT_NEAR(lm.item<double>(), ref["lm_loss"].get<double>(), 1e-10);
   EXPECT_NEAR(out.aux_loss.item<double>(), ref["aux_loss"].get<double>(), 1e-12);
   EXPECT_NEAR(out.z_loss.item<double>(), ref["z_loss"].get<double>(), 1e-10);
+  EXPECT_NEAR(out.mtp_loss.item<double>(), ref["mtp_loss"].get<double>(), 1e-10);
+  ASSERT_EQ(int64_t(out.mtp_ce.size()), cfg.train.mtp_depth);
+  ASSERT_EQ(ref["mtp_ce"].size(), out.mtp_ce.size());
+  for (size_t k = 0; k < out.mtp_ce.size(); ++k) {
+    EXPECT_NEAR(out.mtp_ce[k].item<double>(), ref["mtp_ce"][k].get<double>(), 1e-10) << k;
+  }
   if (cfg.moe.enabled &&
       (cfg.moe.balance == Balance::kSwitch || cfg.moe.balance == Balance::kSequence)) {
     EXPECT_GT(out.aux_loss.item<double>(), 0.0);
@@ -344,6 +351,24 @@ TEST(Reference, MoeWithEveryQwenOption) {
   cfg.model.rope_scaling.attention_factor = 1.3;
   cfg.moe.num_shared_experts = 1;
   cfg.moe.shared_expert_gate = true;
+  expect_matches_reference(cfg);
+}
+
+// Multi-token prediction (model/mtp.h) on a dense model: one module, and two
+// in sequence, their losses and every gradient (the shared embedding, norm and
+// head's included) against the reference's rolled-and-masked formulation.
+TEST(Reference, DenseTiedWithOneMtpModule) {
+  Config cfg = testing::tiny_config(false);
+  cfg.model.tie_embeddings = true;
+  cfg.train.mtp_depth = 1;
+  cfg.train.mtp_loss_weight = 0.3;
+  expect_matches_reference(cfg);
+}
+
+TEST(Reference, MoeWithTwoMtpModules) {
+  Config cfg = testing::tiny_config(true);
+  cfg.train.mtp_depth = 2;
+  cfg.train.mtp_loss_weight = 0.7;
   expect_matches_reference(cfg);
 }
 

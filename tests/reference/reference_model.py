@@ -7,8 +7,8 @@ DIR holds what the C++ test wrote: config.json (model + MoE settings, batch
 shape), params.json (name, shape) with one raw little-endian float64 file per
 parameter under params/, tokens.bin and targets.bin (int64). This script
 rebuilds the model from those weights in double precision, computes
-loss = lm_loss + aux_loss + z_loss, back-propagates, and writes out.json
-(the three losses) and one float64 gradient file per parameter under grads/.
+loss = lm_loss + aux_loss + z_loss + mtp_loss, back-propagates, and writes
+out.json (the four losses and each MTP depth's cross-entropy) and one float64 gradient file per parameter under grads/.
 
 It shares no code with the C++ model and deliberately computes things another
 way: attention head by head, MoE experts densely on every token with a gate
@@ -232,34 +232,61 @@ def switch_loss(top_idx, probs, coef, n_exp, k):
     return coef * n_exp * (f * probs.mean(dim=0)).sum()
 
 
-def forward(p, cfg, tokens, targets):
+def block(h, p, pre, cfg, is_moe):
+    # One pre-norm block on h [B, S, d]: (h, aux, z).
+    batch, seq = h.shape[0], h.shape[1]
     eps = cfg["norm_eps"]
-    batch, seq = tokens.shape
-    emb = p["embedding"]
-    head = emb if cfg["tie_embeddings"] else p["head"]
+    a = rms_norm(h, p[pre + "attn_norm.weight"], eps)
+    h = h + torch.stack([attention(a[b], p, pre + "attn.", cfg) for b in range(batch)])
+    f_in = rms_norm(h, p[pre + "ffn_norm.weight"], eps)
+    if is_moe:
+        y, aux, z = moe(f_in.reshape(batch * seq, -1), p, pre + "moe.", cfg)
+        return h + y.reshape(batch, seq, -1), aux, z
+    fp = pre + "ffn."
+    zero = torch.zeros((), dtype=torch.float64)
+    return h + swiglu(f_in, p[fp + "w1"], p[fp + "w2"], p[fp + "w3"]), zero, zero
+
+
+def token_nll(h, p, cfg, goal):
+    # [B, S] negative log-likelihoods of goal under the final norm and head.
+    head = p["embedding"] if cfg["tie_embeddings"] else p["head"]
+    logits = rms_norm(h, p["final_norm.weight"], cfg["norm_eps"]) @ head.T
+    return -torch.log_softmax(logits, dim=-1).gather(2, goal[:, :, None])[:, :, 0]
+
+
+def multi_token_prediction(h, p, cfg, targets):
+    # DeepSeek-V3's MTP, the other way round from moelab's shrinking windows
+    # (as Megatron-Core does it): every depth keeps the whole window with its
+    # tokens rolled one more place left, and the last k positions, which have
+    # no target, are masked out of the mean. Returns each depth's mean CE.
+    seq = targets.shape[1]
+    ces = []
+    for k in range(1, cfg["mtp"]["depth"] + 1):
+        pre = "mtp.%d." % (k - 1)
+        incoming = torch.roll(targets, -(k - 1), dims=1)  # position i: t_{i+k}
+        e = rms_norm(p["embedding"][incoming], p[pre + "enorm.weight"], cfg["norm_eps"])
+        hn = rms_norm(h, p[pre + "hnorm.weight"], cfg["norm_eps"])
+        h, _, _ = block(torch.cat([e, hn], dim=-1) @ p[pre + "proj"].T, p, pre + "block.", cfg,
+                        False)
+        nll = token_nll(h, p, cfg, torch.roll(targets, -k, dims=1))
+        has_target = torch.arange(seq) < seq - k
+        ces.append(nll[:, has_target].mean())
+    return ces
+
+
+def forward(p, cfg, tokens, targets):
     aux_total = torch.zeros((), dtype=torch.float64)
     z_total = torch.zeros((), dtype=torch.float64)
-    h = emb[tokens]  # [B, S, d]
+    h = p["embedding"][tokens]  # [B, S, d]
+    m = cfg["moe"]
     for layer in range(cfg["n_layers"]):
-        pre = "layers.%d." % layer
-        a = rms_norm(h, p[pre + "attn_norm.weight"], eps)
-        h = h + torch.stack([attention(a[b], p, pre + "attn.", cfg) for b in range(batch)])
-        f_in = rms_norm(h, p[pre + "ffn_norm.weight"], eps)
-        m = cfg["moe"]
         is_moe = (m["enabled"] and layer >= m["first_dense_layers"]
                   and (layer - m["first_dense_layers"] + 1) % m["layer_interval"] == 0)
-        if is_moe:
-            y, aux, z = moe(f_in.reshape(batch * seq, -1), p, pre + "moe.", cfg)
-            h = h + y.reshape(batch, seq, -1)
-            aux_total = aux_total + aux
-            z_total = z_total + z
-        else:
-            fp = pre + "ffn."
-            h = h + swiglu(f_in, p[fp + "w1"], p[fp + "w2"], p[fp + "w3"])
-    logits = rms_norm(h, p["final_norm.weight"], eps) @ head.T
-    logp = torch.log_softmax(logits.reshape(-1, logits.shape[-1]), dim=-1)
-    lm = -logp.gather(1, targets.reshape(-1, 1)).mean()
-    return lm, aux_total, z_total
+        h, aux, z = block(h, p, "layers.%d." % layer, cfg, is_moe)
+        aux_total = aux_total + aux
+        z_total = z_total + z
+    lm = token_nll(h, p, cfg, targets).mean()
+    return lm, aux_total, z_total, multi_token_prediction(h, p, cfg, targets)
 
 
 def main():
@@ -275,14 +302,18 @@ def main():
     shape = (cfg["batch"], cfg["seq"])
     tokens = load_raw(os.path.join(out_dir, "tokens.bin"), shape, np.int64)
     targets = load_raw(os.path.join(out_dir, "targets.bin"), shape, np.int64)
-    lm, aux, z = forward(params, cfg, tokens, targets)
-    (lm + aux + z).backward()
+    lm, aux, z, mtp_ce = forward(params, cfg, tokens, targets)
+    mtp = torch.zeros((), dtype=torch.float64)
+    if mtp_ce:
+        mtp = cfg["mtp"]["loss_weight"] / len(mtp_ce) * torch.stack(mtp_ce).sum()
+    (lm + aux + z + mtp).backward()
     os.makedirs(os.path.join(out_dir, "grads"), exist_ok=True)
     for name, tensor in params.items():
         grad = tensor.grad if tensor.grad is not None else torch.zeros_like(tensor)
         grad.detach().numpy().astype(np.float64).tofile(os.path.join(out_dir, "grads", name))
     with open(os.path.join(out_dir, "out.json"), "w") as fh:
-        json.dump({"lm_loss": lm.item(), "aux_loss": aux.item(), "z_loss": z.item()}, fh)
+        json.dump({"lm_loss": lm.item(), "aux_loss": aux.item(), "z_loss": z.item(),
+                   "mtp_loss": mtp.item(), "mtp_ce": [ce.item() for ce in mtp_ce]}, fh)
 
 
 if __name__ == "__main__":

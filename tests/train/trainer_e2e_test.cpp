@@ -106,11 +106,14 @@ std::vector<double> column(const fs::path& csv, int col) {
   return out;
 }
 
-std::vector<double> train_losses(const fs::path& run_dir) {
+// A metric of every metrics line: the loss, or another ("mtp_loss", "/mtp_ce/depth_1": a
+// JSON pointer).
+std::vector<double> train_losses(const fs::path& run_dir, const std::string& key = "loss") {
   std::ifstream in(run_dir / "metrics.jsonl");
   std::vector<double> out;
   std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  const nlohmann::json::json_pointer at(key[0] == '/' ? key : "/" + key);
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at(at).get<double>());
   return out;
 }
 
@@ -232,12 +235,14 @@ TEST_F(TrainerE2E, EvaluationMovesNeitherTheRoutingBiasNorTheCurve) {
 }
 
 // Activation checkpointing recomputes, it does not change: over two ranks with
-// the experts split (the all-to-all runs again in backward) and an aux-free
-// bias, the curve, the router statistics and the bias equal a run without it.
+// the experts split (the all-to-all runs again in backward), an aux-free bias
+// and an MTP module (its block recomputed under "full"), the curve, the router
+// statistics and the bias equal a run without it.
 TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
   const std::string sets =
       "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
-      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set parallel.ep=2 ";
+      "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set parallel.ep=2 "
+      "--set train.mtp_depth=1 ";
   ASSERT_EQ(run(train("ac_none", sets, 2)), 0) << last_log();
   const auto none = moelab::load_checkpoint((kRoot / "ac_none/checkpoints/step_00000006").string());
   const auto metrics = [](const fs::path& run_dir) {
@@ -255,7 +260,7 @@ TEST_F(TrainerE2E, ActivationCheckpointingTrainsTheSameRun) {
     const auto a = metrics(kRoot / "ac_none"), b = metrics(kRoot / name);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      for (const char* key : {"loss", "grad_norm", "z_loss"}) {
+      for (const char* key : {"loss", "grad_norm", "z_loss", "mtp_loss"}) {
         EXPECT_NEAR(b[i][key].get<double>(), a[i][key].get<double>(),
                     1e-6 * std::abs(a[i][key].get<double>()))
             << key << " at step " << a[i]["step"];
@@ -416,6 +421,76 @@ TEST_F(TrainerE2E, ResumeContinuesTheUninterruptedCurve) {
   EXPECT_EQ(column(kRoot / "resumed" / "val.csv", 2), column(kRoot / "full" / "val.csv", 2));
 }
 
+// Multi-token prediction in a run: each depth's cross-entropy is logged beside
+// the weighted MTP loss, the modules are in the checkpoint and a resume
+// continues every curve bit for bit; validation stays the next-token loss: at
+// step 0 (the model's weights are drawn by name, the modules' apart) the MTP
+// run's val_loss is the plain run's, and the MTP loss moves the model.
+TEST_F(TrainerE2E, MtpLogsEachDepthResumesExactlyAndValidatesTheNextTokenOnly) {
+  const std::string sets =
+      "--set moe.enabled=true --set train.max_steps=8 --set eval.interval=4 "
+      "--set checkpoint.interval=4 --set checkpoint.keep=5 ";
+  const std::string mtp = "--set train.mtp_depth=2 --set train.mtp_loss_weight=0.3 ";
+  ASSERT_EQ(run(train("mtp_full", sets + mtp)), 0) << last_log();
+  ASSERT_EQ(run(train("mtp_off", sets)), 0) << last_log();
+  const std::vector<std::string> curves = {"loss", "mtp_loss", "/mtp_ce/depth_1",
+                                           "/mtp_ce/depth_2"};
+  const auto weighted = train_losses(kRoot / "mtp_full", "mtp_loss");
+  const auto depth_1 = train_losses(kRoot / "mtp_full", curves[2]);
+  const auto depth_2 = train_losses(kRoot / "mtp_full", curves[3]);
+  ASSERT_EQ(weighted.size(), 8u);
+  for (size_t i = 0; i < weighted.size(); ++i) {
+    EXPECT_GT(depth_1[i], 0.0);
+    EXPECT_NEAR(weighted[i], 0.3 / 2 * (depth_1[i] + depth_2[i]), 1e-6 * weighted[i])  // fp32
+        << "step " << i + 1;
+  }
+  // TensorBoard holds them as the log does (mtp_loss, mtp_ce/depth_<k>).
+  EXPECT_EQ(run(std::string(MOELAB_TORCH_PYTHON) + " " + MOELAB_SOURCE_DIR +
+                "/tests/train/check_tensorboard.py " + (kRoot / "mtp_full").string()),
+            0)
+      << last_log();
+  std::ifstream plain_metrics(kRoot / "mtp_off" / "metrics.jsonl");
+  std::string first;
+  std::getline(plain_metrics, first);
+  EXPECT_FALSE(nlohmann::json::parse(first).contains("mtp_loss")) << first;
+  const auto val = column(kRoot / "mtp_full" / "val.csv", 2);
+  EXPECT_EQ(val.front(), column(kRoot / "mtp_off" / "val.csv", 2).front());
+  EXPECT_NE(train_losses(kRoot / "mtp_full")[1], train_losses(kRoot / "mtp_off")[1]);
+
+  const auto ckpt =
+      moelab::load_checkpoint((kRoot / "mtp_full/checkpoints/step_00000004").string());
+  int deepest = 0;
+  for (const auto& [name, t] : ckpt.tensors) deepest += name.rfind("mtp.1.", 0) == 0;
+  EXPECT_GT(deepest, 0) << "the second MTP module is not in the checkpoint";
+
+  fs::copy(kRoot / "mtp_full", kRoot / "mtp_resumed", fs::copy_options::recursive);
+  fs::remove_all(kRoot / "mtp_resumed" / "checkpoints" / "step_00000008");
+  fs::remove(kRoot / "mtp_resumed" / "DONE");
+  ASSERT_EQ(run(train("mtp_resumed", sets + mtp + "--resume auto")), 0) << last_log();
+  expect_resumed("mtp_resumed", 4, "mtp_full");
+  for (const auto& key : curves) {
+    EXPECT_EQ(train_losses(kRoot / "mtp_resumed", key), train_losses(kRoot / "mtp_full", key))
+        << key;
+  }
+  EXPECT_EQ(column(kRoot / "mtp_resumed" / "val.csv", 2), val);
+}
+
+// train.init_from a model trained without MTP (or imported, upcycled): its
+// weights load, the MTP modules start fresh, and the run starts where the
+// model ended (its step-0 validation loss).
+TEST_F(TrainerE2E, AnMtpRunStartsFromAModelTrainedWithout) {
+  const std::string sets = "--set train.max_steps=4 --set eval.interval=4 ";
+  ASSERT_EQ(run(train("no_mtp", sets)), 0) << last_log();
+  const auto init = kRoot / "no_mtp" / "checkpoints" / "step_00000004";
+  ASSERT_EQ(
+      run(train("mtp_from_no_mtp", sets + "--set train.mtp_depth=1 --set train.init_from='\"" +
+                                       init.string() + "\"'")),
+      0)
+      << last_log();
+  EXPECT_EQ(column(kRoot / "mtp_from_no_mtp" / "val.csv", 2).front(),
+            column(kRoot / "no_mtp" / "val.csv", 2).back());
+}
+
 // A checkpoint of whole tensors, one file per kind, as moelab wrote them before
 // every rank wrote its own parts (and as upcycle and convert write weights):
 // a run's checkpoint rewritten in that form resumes at another layout and
@@ -534,6 +609,7 @@ struct MoeVariant {
   std::string sets;
   std::string config = "tiny.toml";
   int val_columns = 1;  // val.csv loss columns compared: val_loss and each named set's
+  std::vector<std::string> curves = {"loss"};  // metrics compared (train_losses' keys)
 };
 
 class LayoutInvariance : public TrainerE2E, public ::testing::WithParamInterface<MoeVariant> {};
@@ -550,13 +626,19 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
   std::vector<int> val_columns = {2};
   for (int c = 1; c < GetParam().val_columns; ++c) val_columns.push_back(3 + c);
   ASSERT_EQ(run(train(prefix + "w1", sets, 1, config)), 0);
-  const auto reference = train_losses(kRoot / (prefix + "w1"));
+  const auto expect_same_curves = [&](const std::string& name) {
+    for (const auto& key : GetParam().curves) {
+      SCOPED_TRACE(key);
+      expect_close(train_losses(kRoot / name, key), train_losses(kRoot / (prefix + "w1"), key),
+                   1e-5);
+    }
+  };
   for (auto [world, ep] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {4, 2}, {4, 4}}) {
     SCOPED_TRACE("world " + std::to_string(world) + " ep " + std::to_string(ep));
     const std::string name = prefix + "w" + std::to_string(world) + "ep" + std::to_string(ep);
     ASSERT_EQ(run(train(name, sets + " --set parallel.ep=" + std::to_string(ep), world, config)),
               0);
-    expect_close(train_losses(kRoot / name), reference, 1e-5);
+    expect_same_curves(name);
     for (int c : val_columns) {
       expect_close(column(kRoot / name / "val.csv", c),
                    column(kRoot / (prefix + "w1") / "val.csv", c), 1e-5);
@@ -573,7 +655,7 @@ TEST_P(LayoutInvariance, SameCurveAtEveryLayoutAndAcrossResumes) {
                         world, config)),
               0);
     expect_resumed(name, 4, prefix + "w2ep2");
-    expect_close(train_losses(kRoot / name), reference, 1e-5);
+    expect_same_curves(name);
   }
 }
 
@@ -617,6 +699,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // ZeRO-1 (the world-1 reference is unsharded): sharded checkpoints
                       // saved at (2, 2) resume at (4, 4) and (1, 1).
                       MoeVariant{"zero1", "--set parallel.shard_optimizer=true"},
+                      // Two multi-token prediction modules (replicated, dense blocks) on
+                      // the MoE: their losses too are the same at every layout.
+                      MoeVariant{"mtp",
+                                 "--set train.mtp_depth=2 --set train.mtp_loss_weight=0.5",
+                                 "tiny.toml",
+                                 1,
+                                 {"loss", "mtp_loss", "/mtp_ce/depth_1", "/mtp_ce/depth_2"}},
                       // The options of published Qwen2-MoE, Qwen3-MoE and Llama 3.1
                       // checkpoints together: 2 heads of 24 on d_model 32 with q/k/v
                       // biases, a gated shared expert, YaRN-scaled RoPE.
@@ -679,6 +768,18 @@ double eval_loss(const fs::path& checkpoint) {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   const size_t at = text.rfind(": loss ");
   return at == std::string::npos ? NAN : std::stod(text.substr(at + 7));
+}
+
+// `moelab eval` of an MTP run's checkpoint loads the modules with the model and
+// gives the run's own validation loss, the next-token loss.
+TEST_F(TrainerE2E, MoelabEvalOfAnMtpCheckpointIsItsNextTokenLoss) {
+  ASSERT_EQ(run(train("mtp_eval",
+                      "--set train.max_steps=2 --set eval.interval=2 "
+                      "--set train.mtp_depth=2")),
+            0)
+      << last_log();
+  const double val = column(kRoot / "mtp_eval" / "val.csv", 2).back();
+  EXPECT_NEAR(eval_loss(kRoot / "mtp_eval" / "checkpoints" / "step_00000002"), val, 1e-5 * val);
 }
 
 // RoPE scaling is in no tensor, only in the config the checkpoint embeds. A
