@@ -68,9 +68,9 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h, c10::ScalarType compute_dtype, ModelOutput& out);
 
   RMSNorm attn_norm{nullptr}, ffn_norm{nullptr};
-  Attention attn{nullptr};
-  SwiGLU ffn{nullptr};    // dense blocks
-  MoeLayer moe{nullptr};  // MoE blocks
+  std::shared_ptr<AttentionLayer> attn;  // model.attention: Attention or LatentAttention
+  SwiGLU ffn{nullptr};                   // dense blocks
+  MoeLayer moe{nullptr};                 // MoE blocks
   // Set from outside on a dense block: computes the FFN's output from its
   // normalised input (compute dtype) instead of `ffn`, adding any losses to
   // `out`. `moelab convert --method dot` calibrates an MoE in the FFN's place.
