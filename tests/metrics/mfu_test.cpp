@@ -45,11 +45,11 @@ TEST(Mfu, LatentAttentionFlopsPerTokenByHand) {
   cfg.model.kv_lora_rank = 4;
   cfg.model.qk_nope_head_dim = 3;
   cfg.model.qk_rope_head_dim = 2;
-  cfg.model.v_head_dim = 5;
-  // wq 10 x 8, wkv_a 6 x 8, wkv_b 16 x 4, wo 8 x 10; SwiGLU 3 * 8 * 16; norms
+  cfg.model.v_head_dim = 4;
+  // wq 10 x 8, wkv_a 6 x 8, wkv_b 14 x 4, wo 8 x 8; SwiGLU 3 * 8 * 16; norms
   // 2 * 8 and the latent's 4; the final norm 8 and the head 100 * 8.
-  const double params = (80 + 48 + 64 + 80) + 384 + 16 + 4 + 8 + 800;
-  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + 6.0 * 1 * 32 * 2 * (5 + 5));
+  const double params = (80 + 48 + 56 + 64) + 384 + 16 + 4 + 8 + 800;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + 6.0 * 1 * 32 * 2 * (5 + 4));
 }
 
 TEST(Mfu, MoeCountsOnlyActiveExperts) {
