@@ -40,8 +40,8 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x) {
       queries(x).view({batch, seq, n_heads_, nope_dim_ + rope_dim_}).transpose(1, 2);
   const auto q_parts = q_BHSD.split_with_sizes({nope_dim_, rope_dim_}, -1);
   const auto latent_parts = project(x, wkv_a).split_with_sizes({kv_rank_, rope_dim_}, -1);
-  const auto& latent_BSR = latent_parts[0];
-  const auto kv_BHSD = project(kv_a_norm->forward(latent_BSR, latent_BSR.scalar_type()), wkv_b)
+  const auto& latent_BSC = latent_parts[0];
+  const auto kv_BHSD = project(kv_a_norm->forward(latent_BSC, latent_BSC.scalar_type()), wkv_b)
                            .view({batch, seq, n_heads_, nope_dim_ + v_dim_})
                            .transpose(1, 2);
   const auto kv_parts = kv_BHSD.split_with_sizes({nope_dim_, v_dim_}, -1);
