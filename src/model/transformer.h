@@ -1,6 +1,7 @@
 // LLaMA-style decoder: token embedding -> L x [x + Attn(RMSNorm(x));
-// x + FFN(RMSNorm(x))] -> RMSNorm -> head. FFN is a dense SwiGLU or, with
-// moe.enabled, an MoE layer in every block.
+// x + FFN(RMSNorm(x))] -> RMSNorm -> head. Attn is multi-head (model/attention.h)
+// or latent (model/latent_attention.h) attention by model.attention; FFN is a
+// dense SwiGLU or, with moe.enabled, an MoE layer in every block.
 //
 // Precision: parameters and the residual stream stay in the master dtype (fp32,
 // or double after module->to(kDouble)); when train.precision resolves to bf16
