@@ -11,6 +11,9 @@
 
 namespace moelab {
 
+// model.attention: multi-head attention with RoPE (grouped-query with n_kv_heads),
+// or DeepSeek-V2/V3's multi-head latent attention (model/latent_attention.h).
+enum class AttentionKind { kMha, kMla };
 // model.qk_norm: RMSNorm on queries and keys before RoPE, per head (Qwen3) or
 // over the whole projection (OLMoE).
 enum class QkNorm { kNone, kHead, kFull };
@@ -64,6 +67,11 @@ struct Named {
 template <typename E>
 struct ChoiceNames;
 
+template <>
+struct ChoiceNames<AttentionKind> {
+  static constexpr Named<AttentionKind> names[] = {{AttentionKind::kMha, "mha"},
+                                                   {AttentionKind::kMla, "mla"}};
+};
 template <>
 struct ChoiceNames<QkNorm> {
   static constexpr Named<QkNorm> names[] = {

@@ -50,12 +50,31 @@ struct ModelConfig {
   // need not tile d_model (Qwen3: d_model 1024, 16 heads of 128).
   int64_t explicit_head_dim = 0;
   bool qkv_bias = false;  // trainable biases on the q, k, v projections (Qwen2)
+  // model.attention = "mla" (DeepSeek-V2/V3, model/latent_attention.h): the
+  // query through a rank-q_lora_rank bottleneck (0 = one full-rank projection),
+  // keys and values from one kv_lora_rank-wide latent per token; each head's
+  // query and key are qk_nope_head_dim dims without RoPE and qk_rope_head_dim
+  // with (the RoPE key shared by all heads), its value v_head_dim wide.
+  AttentionKind attention = AttentionKind::kMha;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
   bool tie_embeddings = false;
   double init_std = 0.02;
   bool scaled_residual_init = true;  // output projections get std / sqrt(2 * n_layers)
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_heads; }
+  bool latent_attention() const { return attention == AttentionKind::kMla; }
+  // Each head's query/key and value widths (the scores' and the weighted sum's).
+  int64_t qk_head_dim() const {
+    return latent_attention() ? qk_nope_head_dim + qk_rope_head_dim : head_dim();
+  }
+  int64_t value_head_dim() const { return latent_attention() ? v_head_dim : head_dim(); }
+  // Whether the heads' widths are set apart from d_model (any d_model fits them).
+  bool heads_apart_from_d_model() const { return explicit_head_dim > 0 || latent_attention(); }
 };
 
 struct MoeConfig {

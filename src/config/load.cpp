@@ -312,6 +312,48 @@ void validate_heads(const Config& c) {
           kv("model.n_kv_heads", m.n_kv_heads) + " must divide " + kv("model.n_heads", m.n_heads));
 }
 
+// Each key in `keys` holds its default: a value `owner` would ignore is
+// refused, not dropped.
+void require_defaults(const Config& c, const std::vector<std::string>& keys,
+                      const std::string& owner) {
+  Config defaults;
+  for (const auto& key : keys) {
+    require(setting(c, key) == setting(defaults, key), c, key,
+            setting(c, key) + " does not apply to " + owner);
+  }
+}
+
+const std::vector<std::string> kLatentAttentionKeys = {
+    "model.q_lora_rank", "model.kv_lora_rank", "model.qk_nope_head_dim", "model.qk_rope_head_dim",
+    "model.v_head_dim"};
+
+// model.attention = "mla": its own head widths and one latent for every head,
+// so the multi-head options (grouped heads, a head width, QK-norm, biases) are
+// refused; "mha": the mla keys are.
+void validate_attention(const Config& c) {
+  const auto& m = c.model;
+  const std::string kind = setting(c, "model.attention");
+  if (!m.latent_attention()) {
+    require_defaults(c, kLatentAttentionKeys, kind);
+    validate_heads(c);
+    return;
+  }
+  require_defaults(c, {"model.n_kv_heads", "model.head_dim", "model.qk_norm", "model.qkv_bias"},
+                   kind + " (set qk_nope_head_dim, qk_rope_head_dim and v_head_dim)");
+  // A width left unset is located at the choice that needs it.
+  const auto at = [&c](const std::string& key) {
+    return c.origin.count(key) ? key : "model.attention";
+  };
+  require(m.kv_lora_rank >= 1, c, at("model.kv_lora_rank"),
+          kind + " needs model.kv_lora_rank >= 1 (the key/value latent's width)");
+  require(m.qk_nope_head_dim >= 1, c, at("model.qk_nope_head_dim"),
+          kind + " needs model.qk_nope_head_dim >= 1 (each head's dims without RoPE)");
+  require(m.qk_rope_head_dim >= 2 && m.qk_rope_head_dim % 2 == 0, c, at("model.qk_rope_head_dim"),
+          kv("model.qk_rope_head_dim", m.qk_rope_head_dim) + " must be even and >= 2 for RoPE");
+  require(m.v_head_dim >= 1, c, at("model.v_head_dim"),
+          kind + " needs model.v_head_dim >= 1 (each head's value width)");
+}
+
 // The [model.rope_scaling] keys each type reads, "type" aside.
 std::vector<std::string> rope_scaling_keys(RopeScalingType type) {
   switch (type) {
@@ -535,7 +577,7 @@ void validate_moe(const Config& c) {
 void validate(const Config& c, int world_size) {
   const auto& m = c.model;
   const auto& e = c.moe;
-  validate_heads(c);
+  validate_attention(c);
   validate_rope_scaling(c);
   validate_moe(c);
   require(c.train.activation_checkpointing != ActivationCheckpointing::kMoe || e.enabled, c,

@@ -25,20 +25,42 @@ int64_t mtp_module_params(const Config& cfg) {
   return 2 * d + 2 * d * d + layer.attention + (layer.norms - d) + layer.dense_ffn;
 }
 
+// One layer's latent attention (model/latent_attention.h): the query path
+// (q_a_proj, q_b_proj, or one q_proj), kv_a_proj_with_mqa, kv_b_proj, o_proj.
+int64_t latent_attention_per_layer(const ModelConfig& m) {
+  const int64_t d = m.d_model, q_width = m.n_heads * m.qk_head_dim();
+  const int64_t query =
+      m.q_lora_rank > 0 ? d * m.q_lora_rank + m.q_lora_rank * q_width : d * q_width;
+  const int64_t latent = d * (m.kv_lora_rank + m.qk_rope_head_dim);
+  const int64_t expand = m.kv_lora_rank * m.n_heads * (m.qk_nope_head_dim + m.v_head_dim);
+  return query + latent + expand + m.n_heads * m.v_head_dim * d;
+}
+
+// Attention weights and its norms' (QK-norm, or mla's latent norms), all layers.
+void count_attention(const ModelConfig& m, ParamCounts& c) {
+  const int64_t d = m.d_model, layers = m.n_layers;
+  if (m.latent_attention()) {
+    c.attention = layers * latent_attention_per_layer(m);
+    c.norms += layers * (m.q_lora_rank + m.kv_lora_rank);
+    return;
+  }
+  const int64_t q_width = m.n_heads * m.head_dim(), kv_width = m.kv_heads() * m.head_dim();
+  const int64_t qkv_biases = m.qkv_bias ? q_width + 2 * kv_width : 0;
+  c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d + qkv_biases);
+  if (m.qk_norm == QkNorm::kHead) c.norms += layers * 2 * m.head_dim();
+  if (m.qk_norm == QkNorm::kFull) c.norms += layers * (q_width + kv_width);
+}
+
 }  // namespace
 
 ParamCounts count_params(const Config& cfg) {
   const auto& m = cfg.model;
   const int64_t d = m.d_model, layers = m.n_layers;
-  const int64_t q_width = m.n_heads * m.head_dim(), kv_width = m.kv_heads() * m.head_dim();
   ParamCounts c;
   c.embedding = m.vocab_size * d;
   c.head = m.tie_embeddings ? 0 : m.vocab_size * d;
-  const int64_t qkv_biases = m.qkv_bias ? q_width + 2 * kv_width : 0;
-  c.attention = layers * (d * q_width + 2 * d * kv_width + q_width * d + qkv_biases);
   c.norms = (2 * layers + 1) * d;
-  if (m.qk_norm == QkNorm::kHead) c.norms += layers * 2 * m.head_dim();
-  if (m.qk_norm == QkNorm::kFull) c.norms += layers * (q_width + kv_width);
+  count_attention(m, c);
   const int64_t swiglu_per_width = 3 * d;  // w1, w3: [h, d]; w2: [d, h]
   const int64_t moe_layers = cfg.moe_layers();
   if (moe_layers > 0) {
@@ -111,8 +133,9 @@ MatchResult match_dense(const Config& moe_cfg, const std::string& target, const 
                    [](Config& c, int64_t w) { c.model.d_ff = w; });
   }
   if (knob == "d_model") {
-    // An explicit head_dim stays: the heads keep their width, so any d_model fits.
-    const int64_t step = base.model.explicit_head_dim > 0
+    // An explicit head_dim (or mla's head widths) stays: the heads keep their
+    // width, so any d_model fits.
+    const int64_t step = base.model.heads_apart_from_d_model()
                              ? 1
                              : std::lcm(2 * base.model.n_heads, base.model.kv_heads());
     // total grows at least linearly in d_model (embedding), so the search is bounded.
@@ -164,9 +187,10 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
 
 namespace {
 
-// QK^T and AV of one layer over the seq_len window, forward and backward.
+// QK^T (the query/key width) and AV (the value width) of one layer over the
+// seq_len window, forward and backward.
 double attention_score_flops(const ModelConfig& m) {
-  return 12.0 * m.seq_len * static_cast<double>(m.n_heads * m.head_dim());
+  return 6.0 * m.seq_len * static_cast<double>(m.n_heads * (m.qk_head_dim() + m.value_head_dim()));
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace moelab {
 
 struct ParamCounts {
   int64_t embedding = 0;
-  int64_t attention = 0;  // all layers, with the q/k/v biases (model.qkv_bias)
-  int64_t norms = 0;      // 2 per layer + final, and the QK-norms
+  int64_t attention = 0;  // all layers, with the q/k/v biases (model.qkv_bias); mla's projections
+  int64_t norms = 0;      // 2 per layer + final, and the QK-norms (mla: its latents' norms)
   int64_t dense_ffn = 0;  // the dense layers' FFNs (all layers of a dense model)
   int64_t router = 0;
   int64_t experts_total = 0;   // all routed experts
@@ -37,7 +37,8 @@ struct MatchResult {
 
 // target: "active" | "total"; knob: "d_ff" | "d_model". For d_model the width
 // stays a multiple of 2 * n_heads (even head dim for RoPE) and of n_kv_heads;
-// with an explicit model.head_dim the heads keep that width and d_model may be
+// with an explicit model.head_dim (or mla's head widths) the heads keep that
+// width and d_model may be
 // any width (only the residual stream's side of the projections changes); d_ff
 // is left as it is.
 MatchResult match_dense(const Config& moe_cfg, const std::string& target, const std::string& knob);
@@ -53,16 +54,19 @@ MatchResult match_moe_total(const Config& base, int64_t num_experts, double rate
                             int64_t target_total);
 
 // Training FLOPs per token (forward + backward), the PaLM-paper estimate:
-//   6 * N  +  12 * n_layers * seq_len * n_heads * head_dim
+//   6 * N  +  6 * n_layers * seq_len * n_heads * (qk_head_dim + v_head_dim)
+// (12 * n_layers * seq_len * n_heads * head_dim where both are head_dim)
 // N = active non-embedding parameters including the output head (the head is a
 // matmul even when tied; the embedding lookup is not), from count_params: for an
 // MoE that counts top_k routed experts, shared experts and the router. The second
 // term is the attention scores and weighted sum (QK^T and AV, forward and
-// backward) over the full seq_len window, not halved for causality; its width
-// is the heads' (n_heads * head_dim), which is d_model unless model.head_dim
-// sets it apart. With train.mtp_depth = D, each MTP module adds the same
-// estimate for its own parameters, a head matmul and one layer's attention
-// scores (its window is k tokens shorter; not counted).
+// backward) over the full seq_len window, not halved for causality; QK^T's
+// width is the heads' query/key width and AV's their value width (both
+// n_heads * head_dim = d_model unless model.head_dim sets it apart; mla's
+// are n_heads * (qk_nope_head_dim + qk_rope_head_dim) and n_heads * v_head_dim).
+// With train.mtp_depth = D, each MTP module adds the same estimate for its own
+// parameters, a head matmul and one layer's attention scores (its window is k
+// tokens shorter; not counted).
 double model_flops_per_token(const Config& cfg);
 
 // train.compute_budget > 0: sets train.max_steps to the whole steps the budget

@@ -117,6 +117,9 @@ std::vector<std::string> inexpressible(const Config& cfg, const HubFamily& f) {
     out.push_back(cfg.moe.enabled ? "moe.enabled = true (" + f.name + " is dense)"
                                   : "a dense model (" + f.name + "'s layers are MoE)");
   }
+  if (cfg.model.latent_attention()) {
+    out.push_back("model.attention = \"mla\" (" + f.name + "'s attention is multi-head)");
+  }
   if (cfg.model.qk_norm != f.qk_norm) {
     out.push_back("model.qk_norm = \"" + choice_name(cfg.model.qk_norm) + "\" (" + f.name +
                   "'s is \"" + choice_name(f.qk_norm) + "\")");

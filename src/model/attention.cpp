@@ -10,29 +10,42 @@
 namespace moelab {
 namespace {
 
-// q [B, H, S, hd], k and v [B, Hkv, S, hd] -> context [B, H, S, hd].
-
 // Fused causal attention (flash kernels): the S x S scores are never stored,
 // softmax statistics stay fp32, and grouped k/v heads are shared, not copied.
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v) {
+                              const torch::Tensor& v, double scale) {
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                          /*is_causal=*/true, /*scale=*/std::nullopt,
+                                          /*is_causal=*/true, scale,
                                           /*enable_gqa=*/k.size(1) != q.size(1));
 }
 
 }  // namespace
 
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double scale) {
+  // On the CPU the explicit form, in blocks of 128 queries, each seeing only
+  // the keys up to its last (at S = 256, 3/4 of the full scores' FLOPs).
+  // Measured on LibTorch 2.15 (bench_model, dense reference step, 2 threads,
+  // AVX512-BF16 EPYC): 5% more tokens/s than the fused kernel in fp32 (one
+  // block: 2%; 4 blocks: as 2), and level with one block in bf16, whose fused
+  // backward is ~30% slower there. It stores the scores, B x H x S x S / 2;
+  // CUDA keeps the fused (flash) kernel.
+  const int64_t seq = q.size(2);
+  return q.is_cpu() ? explicit_causal_attention(q, k, v, (seq + 127) / 128, scale)
+                    : fused_attention(q, k, v, scale);
+}
+
 torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
-                                        int64_t query_blocks) {
+                                        int64_t query_blocks, std::optional<double> scale) {
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), hd = q.size(3);
+  const int64_t hd_v = v.size(3);
   if (k.size(1) != heads) {
     k = k.repeat_interleave(heads / k.size(1), 1);
     v = v.repeat_interleave(heads / v.size(1), 1);
   }
   const auto q3 = q.reshape({-1, seq, hd}), k3 = k.reshape({-1, seq, hd}),
-             v3 = v.reshape({-1, seq, hd});
-  // The causal mask is the GEMM's additive input (beta 1) and 1/sqrt(hd) its
+             v3 = v.reshape({-1, seq, hd_v});
+  // The causal mask is the GEMM's additive input (beta 1) and the scale its
   // alpha, so neither is a pass of its own over the scores, forward or backward
   // (the mask is a constant: it gets no gradient).
   const auto mask =
@@ -45,12 +58,12 @@ torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k,
     const auto scores = torch::baddbmm(
         mask.slice(0, start, end).slice(1, 0, end).expand({batch * heads, end - start, end}),
         q3.slice(1, start, end), k3.slice(1, 0, end).transpose(1, 2),
-        /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(hd)));
+        /*beta=*/1.0, /*alpha=*/scale.value_or(1.0 / std::sqrt(double(hd))));
     // Softmax in the scores' dtype: ATen's CPU and CUDA kernels accumulate bf16
     // in fp32, and the probabilities go into a bf16 GEMM anyway.
     contexts.push_back(torch::bmm(torch::softmax(scores, -1), v3.slice(1, 0, end)));
   }
-  return torch::cat(contexts, 1).view({batch, heads, seq, hd});
+  return torch::cat(contexts, 1).view({batch, heads, seq, hd_v});
 }
 
 AttentionImpl::AttentionImpl(const ModelConfig& cfg)
@@ -99,15 +112,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const auto q = apply_rope(heads(q_norm, parts[0], n_heads_), rope_);
   const auto k = apply_rope(heads(k_norm, parts[1], n_kv_heads_), rope_);
   const auto v = heads(nullptr, parts[2], n_kv_heads_);
-  // On the CPU the explicit form, in blocks of 128 queries, each seeing only
-  // the keys up to its last (at S = 256, 3/4 of the full scores' FLOPs).
-  // Measured on LibTorch 2.15 (bench_model, dense reference step, 2 threads,
-  // AVX512-BF16 EPYC): 5% more tokens/s than the fused kernel in fp32 (one
-  // block: 2%; 4 blocks: as 2), and level with one block in bf16, whose fused
-  // backward is ~30% slower there. It stores the scores, B x H x S x S / 2;
-  // CUDA keeps the fused (flash) kernel.
-  const auto context =
-      x.is_cpu() ? explicit_causal_attention(q, k, v, (seq + 127) / 128) : fused_attention(q, k, v);
+  const auto context = causal_attention(q, k, v, 1.0 / std::sqrt(double(head_dim_)));
   return project(context.transpose(1, 2).reshape({batch, seq, q_width}), wo);
 }
 

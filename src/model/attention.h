@@ -8,17 +8,26 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "config/config.h"
 #include "model/rmsnorm.h"
 #include "model/rope.h"
 
 namespace moelab {
 
-class AttentionImpl : public torch::nn::Module {
+// What a transformer block calls for its attention (model.attention): this
+// file's multi-head attention or model/latent_attention.h's.
+class AttentionLayer : public torch::nn::Module {
+ public:
+  // x: [B, S, d] in the compute dtype; returns [B, S, d] in the same dtype.
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+};
+
+class AttentionImpl : public AttentionLayer {
  public:
   explicit AttentionImpl(const ModelConfig& cfg);
-  // x: [B, S, d] in the compute dtype; returns [B, S, d] in the same dtype.
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x) override;
 
   torch::Tensor wq, wk, wv, wo;  // [out, in]
   torch::Tensor bq, bk, bv;      // [out] with model.qkv_bias, else undefined
@@ -32,12 +41,19 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-// Causal attention as two GEMMs around a softmax, the scores stored:
-// q [B, H, S, hd], k and v [B, Hkv, S, hd] -> [B, H, S, hd]. The queries go in
+// Causal attention, softmax(scale q k^T) v: q [B, H, S, hd], k [B, Hkv, S, hd]
+// and v [B, Hkv, S, hd_v] -> [B, H, S, hd_v] (hd_v may differ from hd). On the
+// CPU explicit_causal_attention, on CUDA the fused kernel.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double scale);
+
+// Causal attention as two GEMMs around a softmax, the scores stored, shapes as
+// causal_attention's; scale unset = 1/sqrt(hd). The queries go in
 // `query_blocks` blocks, each against the keys up to its last query only, so
 // most of the masked half of the scores is never computed. The CPU's path
 // (faster there than the fused kernel); exposed for its test.
 torch::Tensor explicit_causal_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
-                                        int64_t query_blocks = 1);
+                                        int64_t query_blocks = 1,
+                                        std::optional<double> scale = std::nullopt);
 
 }  // namespace moelab

@@ -78,6 +78,12 @@ RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta,
   return {full.cos() * m, full.sin() * m};
 }
 
+double latent_softmax_factor(const RopeScaling& scaling) {
+  if (scaling.type != RopeScalingType::kYarn || scaling.mscale_all_dim <= 0) return 1.0;
+  const double m = yarn_mscale(scaling.factor, scaling.mscale_all_dim);
+  return m * m;
+}
+
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
   return rope(x, tables.cos, tables.sin);
 }

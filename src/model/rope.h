@@ -14,8 +14,8 @@
 //     with both set, else mscale(s, 1), where mscale(s, c) = 0.1 c ln(s) + 1
 //     (1 for s <= 1).
 // These are transformers' _compute_llama3_parameters and _compute_yarn_parameters;
-// DeepSeek's MLA also folds mscale_all_dim into the softmax scale, which
-// moelab's attention does not have.
+// DeepSeek's MLA also folds mscale_all_dim into the softmax scale
+// (latent_softmax_factor).
 #pragma once
 
 #include <torch/torch.h>
@@ -31,6 +31,11 @@ struct RopeTables {
 
 RopeTables make_rope_tables(int64_t max_seq, int64_t head_dim, double theta,
                             const RopeScaling& scaling = {});
+
+// What DeepSeek's latent attention multiplies its softmax scale by: under yarn
+// with mscale_all_dim set, mscale(factor, mscale_all_dim)^2 (transformers'
+// yarn_apply_mscale), else 1.
+double latent_softmax_factor(const RopeScaling& scaling);
 
 // x: [B, H, S, head_dim] (the last dimension dense); uses the first S rows of
 // the tables. Returns a contiguous [B, H, S, head_dim] (kernels/rope.h).

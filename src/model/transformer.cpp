@@ -6,6 +6,7 @@
 #include "kernels/linear_cross_entropy.h"
 #include "model/activation_checkpoint.h"
 #include "model/compute.h"
+#include "model/latent_attention.h"
 #include "model/local_dispatcher.h"
 #include "model/mtp.h"
 #include "model/phase_timer.h"
@@ -27,6 +28,11 @@ bool starts_at_zero(const std::string& name) {
     if (ends_with(name, suffix)) return true;
   }
   return false;
+}
+
+std::shared_ptr<AttentionLayer> make_attention(const ModelConfig& m) {
+  if (m.latent_attention()) return LatentAttention(m).ptr();
+  return Attention(m).ptr();
 }
 
 using Piece = std::function<torch::Tensor(const torch::Tensor&, ModelOutput&)>;
@@ -72,7 +78,7 @@ BlockImpl::BlockImpl(const ModelSettings& settings, int64_t layer, const MoeCont
     : checkpointing_(settings.checkpointing) {
   const ModelConfig& m = settings.model;
   attn_norm = register_module("attn_norm", RMSNorm(m.d_model, m.norm_eps));
-  attn = register_module("attn", Attention(m));
+  attn = register_module("attn", make_attention(m));
   ffn_norm = register_module("ffn_norm", RMSNorm(m.d_model, m.norm_eps));
   if (settings.moe.is_moe_layer(layer)) {
     auto dispatcher = ctx.make_dispatcher

@@ -1,6 +1,7 @@
 // LLaMA-style decoder: token embedding -> L x [x + Attn(RMSNorm(x));
-// x + FFN(RMSNorm(x))] -> RMSNorm -> head. FFN is a dense SwiGLU or, with
-// moe.enabled, an MoE layer in every block.
+// x + FFN(RMSNorm(x))] -> RMSNorm -> head. Attn is multi-head (model/attention.h)
+// or latent (model/latent_attention.h) attention by model.attention; FFN is a
+// dense SwiGLU or, with moe.enabled, an MoE layer in every block.
 //
 // Precision: parameters and the residual stream stay in the master dtype (fp32,
 // or double after module->to(kDouble)); when train.precision resolves to bf16
@@ -74,9 +75,9 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h, c10::ScalarType compute_dtype, ModelOutput& out);
 
   RMSNorm attn_norm{nullptr}, ffn_norm{nullptr};
-  Attention attn{nullptr};
-  SwiGLU ffn{nullptr};    // dense blocks
-  MoeLayer moe{nullptr};  // MoE blocks
+  std::shared_ptr<AttentionLayer> attn;  // model.attention: Attention or LatentAttention
+  SwiGLU ffn{nullptr};                   // dense blocks
+  MoeLayer moe{nullptr};                 // MoE blocks
   // Set from outside on a dense block: computes the FFN's output from its
   // normalised input (compute dtype) instead of `ffn`, adding any losses to
   // `out`. `moelab convert --method dot` calibrates an MoE in the FFN's place.

@@ -191,10 +191,14 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                                (section == "train" ? "" : "[train]\ndevice = \"cuda\"\n");
     for (const std::string& name : choice->names) {
       const std::string quoted = "\"" + name + "\"";
-      // A RoPE scaling needs the context it stretches.
-      const std::string needs = f.key == "model.rope_scaling.type" && name != "none"
-                                    ? "rope_scaling.original_seq_len = 64\n"
-                                    : "";
+      // A RoPE scaling needs the context it stretches, latent attention its widths.
+      std::string needs;
+      if (f.key == "model.rope_scaling.type" && name != "none") {
+        needs = "rope_scaling.original_seq_len = 64\n";
+      }
+      if (f.key == "model.attention" && name == "mla") {
+        needs = "kv_lora_rank = 8\nqk_nope_head_dim = 8\nqk_rope_head_dim = 4\nv_head_dim = 8\n";
+      }
       const Config from_file = parse_config(
           others + "[" + section + "]\n" + f.name() + " = " + quoted + "\n" + needs, "choice.toml");
       EXPECT_EQ(dumped_value(from_file, f.key), quoted) << f.key;
@@ -212,7 +216,7 @@ TEST(Config, EveryChoiceNameRoundTripsAndOthersAreRefused) {
                 "--set " + f.key + "=bogus: " + f.key + " = \"bogus\": expected " + f.allowed());
     }
   }
-  EXPECT_EQ(choice_keys, 18);
+  EXPECT_EQ(choice_keys, 19);
 }
 
 TEST(Config, DidYouMean) {
@@ -465,6 +469,52 @@ const BadCase kBadCases[] = {
      {},
      0,
      "bad.toml:2:1: model.n_kv_heads = 3 must divide model.n_heads = 4"},
+    // model.attention = "mla": its keys need values, the multi-head keys none.
+    {"mla_key_given_to_mha",
+     "[model]\nkv_lora_rank = 8\n",
+     {},
+     0,
+     "bad.toml:2:1: model.kv_lora_rank = 8 does not apply to model.attention = \"mha\""},
+    {"mla_without_a_latent",
+     "[model]\nattention = \"mla\"\nqk_nope_head_dim = 8\nqk_rope_head_dim = 4\nv_head_dim = 8\n",
+     {},
+     0,
+     "bad.toml:2:1: model.attention = \"mla\" needs model.kv_lora_rank >= 1 (the key/value "
+     "latent's width)"},
+    {"mla_odd_rope_dims",
+     "[model]\nattention = \"mla\"\nkv_lora_rank = 8\nqk_nope_head_dim = 8\nqk_rope_head_dim = "
+     "4\nv_head_dim = 8\n",
+     {"model.qk_rope_head_dim=3"},
+     0,
+     "--set model.qk_rope_head_dim=3: model.qk_rope_head_dim = 3 must be even and >= 2 for RoPE"},
+    {"mla_without_nope_dims",
+     "[model]\nattention = \"mla\"\nkv_lora_rank = 8\nqk_nope_head_dim = 8\nqk_rope_head_dim = "
+     "4\nv_head_dim = 8\n",
+     {"model.qk_nope_head_dim=0"},
+     0,
+     "--set model.qk_nope_head_dim=0: model.attention = \"mla\" needs model.qk_nope_head_dim >= "
+     "1 (each head's dims without RoPE)"},
+    {"mla_without_value_dims",
+     "[model]\nattention = \"mla\"\nkv_lora_rank = 8\nqk_nope_head_dim = 8\nqk_rope_head_dim = "
+     "4\nv_head_dim = 8\n",
+     {"model.v_head_dim=0"},
+     0,
+     "--set model.v_head_dim=0: model.attention = \"mla\" needs model.v_head_dim >= 1 (each "
+     "head's value width)"},
+    {"mla_with_grouped_heads",
+     "[model]\nn_kv_heads = 2\nattention = \"mla\"\nkv_lora_rank = 8\nqk_nope_head_dim = "
+     "8\nqk_rope_head_dim = 4\nv_head_dim = 8\n",
+     {},
+     0,
+     "bad.toml:2:1: model.n_kv_heads = 2 does not apply to model.attention = \"mla\" (set "
+     "qk_nope_head_dim, qk_rope_head_dim and v_head_dim)"},
+    {"mla_with_qk_norm",
+     "[model]\nattention = \"mla\"\nkv_lora_rank = 8\nqk_nope_head_dim = 8\nqk_rope_head_dim = "
+     "4\nv_head_dim = 8\n",
+     {"model.qk_norm=head"},
+     0,
+     "--set model.qk_norm=head: model.qk_norm = \"head\" does not apply to model.attention = "
+     "\"mla\" (set qk_nope_head_dim, qk_rope_head_dim and v_head_dim)"},
     {"top_k_above_experts",
      "[moe]\nenabled = true\nnum_experts = 2\ntop_k = 3\n",
      {},

@@ -451,6 +451,14 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
          c.model.qk_norm = QkNorm::kHead;
        },
        "Qwen3MoeForCausalLM: model.qkv_bias = true"},
+      // No family's attention is latent, MoE or dense.
+      {[](Config& c) { c.model = testing::tiny_latent_attention_config(true).model; },
+       "MixtralForCausalLM: model.attention = \"mla\""},
+      {[](Config& c) {
+         c.moe.enabled = false;
+         c.model = testing::tiny_latent_attention_config(false).model;
+       },
+       "LlamaForCausalLM: model.attention = \"mla\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.named);

@@ -37,6 +37,27 @@ TEST(Mfu, DenseFlopsPerTokenByHand) {
   EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * wide_params + 12.0 * 2 * 32 * 32);
 }
 
+// Latent attention: the scores span n_heads x (qk_nope + qk_rope) dims, the
+// weighted sum n_heads x v_head_dim.
+TEST(Mfu, LatentAttentionFlopsPerTokenByHand) {
+  Config cfg;
+  cfg.model.vocab_size = 100;
+  cfg.model.d_model = 8;
+  cfg.model.n_layers = 1;
+  cfg.model.n_heads = 2;
+  cfg.model.d_ff = 16;
+  cfg.model.seq_len = 32;
+  cfg.model.attention = AttentionKind::kMla;
+  cfg.model.kv_lora_rank = 4;
+  cfg.model.qk_nope_head_dim = 3;
+  cfg.model.qk_rope_head_dim = 2;
+  cfg.model.v_head_dim = 4;
+  // wq 10 x 8, wkv_a 6 x 8, wkv_b 14 x 4, wo 8 x 8; SwiGLU 3 * 8 * 16; norms
+  // 2 * 8 and the latent's 4; the final norm 8 and the head 100 * 8.
+  const double params = (80 + 48 + 56 + 64) + 384 + 16 + 4 + 8 + 800;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(cfg), 6 * params + 6.0 * 1 * 32 * 2 * (5 + 4));
+}
+
 TEST(Mfu, MoeCountsOnlyActiveExperts) {
   Config cfg;
   cfg.model.vocab_size = 100;

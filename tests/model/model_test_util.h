@@ -47,6 +47,21 @@ inline Config tiny_config(bool moe) {
   return cfg;
 }
 
+// tiny_config with multi-head latent attention (DeepSeek-V2-Lite's shape:
+// full-rank queries): 3 heads of 6 + 4 query/key dims and 5 value dims from a
+// latent of 8.
+inline Config tiny_latent_attention_config(bool moe) {
+  Config cfg = tiny_config(moe);
+  cfg.model.attention = AttentionKind::kMla;
+  cfg.model.n_heads = 3;
+  cfg.model.n_kv_heads = 0;
+  cfg.model.kv_lora_rank = 8;
+  cfg.model.qk_nope_head_dim = 6;
+  cfg.model.qk_rope_head_dim = 4;
+  cfg.model.v_head_dim = 5;
+  return cfg;
+}
+
 // tiny_config(true) with Qwen2-MoE's options: q/k/v biases and one shared
 // expert, gated.
 inline Config tiny_qwen2_moe_config() {

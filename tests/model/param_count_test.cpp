@@ -112,6 +112,23 @@ TEST(ParamCount, QkvBiasesCountAsAttention) {
   EXPECT_EQ(count_params(cfg).total, module_params(cfg));
 }
 
+// Latent attention (3 heads of 6 + 4 query/key dims and 5 value dims, a latent
+// of 8 on d_model 16, 2 layers), with and without the low-rank query.
+TEST(ParamCount, LatentAttentionByHandAndAgainstTheModule) {
+  Config cfg = testing::tiny_latent_attention_config(false);
+  cfg.model.q_lora_rank = 7;
+  const auto low_rank = count_params(cfg);
+  // wq_a 7 x 16, wq_b 30 x 7, wkv_a 12 x 16, wkv_b 33 x 8, wo 16 x 15.
+  EXPECT_EQ(low_rank.attention, 2 * (7 * 16 + 30 * 7 + 12 * 16 + 33 * 8 + 16 * 15));
+  EXPECT_EQ(low_rank.norms, 5 * 16 + 2 * (7 + 8));  // q_a_norm and kv_a_norm per layer
+  EXPECT_EQ(low_rank.total, module_params(cfg));
+  cfg.model.q_lora_rank = 0;  // wq 30 x 16
+  const auto full_rank = count_params(cfg);
+  EXPECT_EQ(full_rank.attention, 2 * (30 * 16 + 12 * 16 + 33 * 8 + 16 * 15));
+  EXPECT_EQ(full_rank.norms, 5 * 16 + 2 * 8);
+  EXPECT_EQ(full_rank.total, module_params(cfg));
+}
+
 TEST(ParamCount, SharedExpertGateCountsWithTheSharedExperts) {
   Config cfg = testing::tiny_config(true);
   cfg.moe.num_shared_experts = 1;
@@ -260,6 +277,25 @@ TEST(MatchDense, DmodelKeepsAnExplicitHeadDim) {
     Config other = m.dense;
     other.model.d_model += delta;
     EXPECT_GE(std::abs(count_params(other).total - m.target), std::abs(m.dense_total - m.target));
+  }
+}
+
+// A latent-attention MoE's dense match keeps its attention; its heads' widths
+// are their own, so d_model needs no multiple of the heads.
+TEST(MatchDense, KeepsLatentAttention) {
+  const Config moe = testing::tiny_latent_attention_config(true);
+  for (const char* knob : {"d_ff", "d_model"}) {
+    SCOPED_TRACE(knob);
+    const auto m = match_dense(moe, "total", knob);
+    EXPECT_TRUE(m.dense.model.latent_attention());
+    EXPECT_EQ(m.dense_total, count_params(m.dense).total);
+    EXPECT_EQ(m.dense_total, module_params(m.dense));
+    EXPECT_NO_THROW(validate(m.dense));
+    for (int64_t delta : {-1, 1}) {
+      Config other = m.dense;
+      (std::string(knob) == "d_ff" ? other.model.d_ff : other.model.d_model) += delta;
+      EXPECT_GE(std::abs(count_params(other).total - m.target), std::abs(m.dense_total - m.target));
+    }
   }
 }
 

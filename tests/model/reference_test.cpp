@@ -56,6 +56,12 @@ nlohmann::json config_json(const Config& cfg, int64_t batch, int64_t seq) {
           {"norm_eps", m.norm_eps},
           {"tie_embeddings", m.tie_embeddings},
           {"qk_norm", choice_name(m.qk_norm)},
+          {"attention", choice_name(m.attention)},
+          {"q_lora_rank", m.q_lora_rank},
+          {"kv_lora_rank", m.kv_lora_rank},
+          {"qk_nope_head_dim", m.qk_nope_head_dim},
+          {"qk_rope_head_dim", m.qk_rope_head_dim},
+          {"v_head_dim", m.v_head_dim},
           {"batch", batch},
           {"seq", seq},
           {"mtp", {{"depth", cfg.train.mtp_depth}, {"loss_weight", cfg.train.mtp_loss_weight}}},
@@ -334,6 +340,27 @@ TEST(Reference, DenseWithYarnRopeScaling) {
   cfg.model.rope_scaling.truncate = false;
   cfg.model.rope_scaling.mscale = 1.0;
   cfg.model.rope_scaling.mscale_all_dim = 0.5;
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V2-Lite's latent attention: full-rank queries, 3 heads whose
+// query/key (6 + 4 dims) and value (5) widths differ from d_model / n_heads.
+TEST(Reference, MoeWithLatentAttention) {
+  Config cfg = testing::tiny_latent_attention_config(true);
+  expect_matches_reference(cfg);
+}
+
+// DeepSeek-V3's: queries through a normed low-rank latent, and YaRN with
+// mscale_all_dim, which scales the softmax as well as the RoPE dims.
+TEST(Reference, DenseWithLowRankQueryLatentAttentionAndYarn) {
+  Config cfg = testing::tiny_latent_attention_config(false);
+  cfg.model.q_lora_rank = 7;
+  cfg.model.rope_theta = 100;
+  cfg.model.rope_scaling.type = RopeScalingType::kYarn;
+  cfg.model.rope_scaling.factor = 4;
+  cfg.model.rope_scaling.original_seq_len = 32;
+  cfg.model.rope_scaling.mscale = 1.0;
+  cfg.model.rope_scaling.mscale_all_dim = 0.7;
   expect_matches_reference(cfg);
 }
 

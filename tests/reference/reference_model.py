@@ -129,6 +129,43 @@ def attention(x, p, prefix, cfg):
     return torch.cat(heads, dim=1) @ p[prefix + "wo"].T
 
 
+def latent_softmax_scale(cfg):
+    # DeepSeek: 1/sqrt(query/key head width), times YaRN's mscale(factor,
+    # mscale_all_dim) squared when it is set.
+    scale = 1.0 / math.sqrt(cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"])
+    sc = cfg["rope_scaling"]
+    if sc["type"] == "yarn" and sc["mscale_all_dim"] > 0 and sc["factor"] > 1:
+        scale *= (0.1 * sc["mscale_all_dim"] * math.log(sc["factor"]) + 1.0) ** 2
+    return scale
+
+
+def latent_attention(x, p, prefix, cfg):
+    # DeepSeek-V2/V3 multi-head latent attention on one sequence x: [S, d], head
+    # by head, each score the sum of its no-RoPE and RoPE parts' products.
+    n_heads, eps = cfg["n_heads"], cfg["norm_eps"]
+    nope, rot, vd = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    rank = cfg["kv_lora_rank"]
+    if cfg["q_lora_rank"] > 0:
+        q_latent = rms_norm(x @ p[prefix + "wq_a"].T, p[prefix + "q_a_norm.weight"], eps)
+        q = q_latent @ p[prefix + "wq_b"].T
+    else:
+        q = x @ p[prefix + "wq"].T
+    kv_a = x @ p[prefix + "wkv_a"].T
+    kv = rms_norm(kv_a[:, :rank], p[prefix + "kv_a_norm.weight"], eps) @ p[prefix + "wkv_b"].T
+    freqs, factor = rope_frequencies(rot, cfg["rope_theta"], cfg["rope_scaling"])
+    k_rot = rope(kv_a[:, rank:], freqs, factor)  # one for all heads
+    seq = x.shape[0]
+    mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
+    heads = []
+    for h in range(n_heads):
+        qh = q[:, h * (nope + rot):(h + 1) * (nope + rot)]
+        kvh = kv[:, h * (nope + vd):(h + 1) * (nope + vd)]
+        scores = qh[:, :nope] @ kvh[:, :nope].T + rope(qh[:, nope:], freqs, factor) @ k_rot.T
+        scores = (scores * latent_softmax_scale(cfg)).masked_fill(mask, float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ kvh[:, nope:])
+    return torch.cat(heads, dim=1) @ p[prefix + "wo"].T
+
+
 def swiglu(x, w1, w2, w3):
     return (torch.nn.functional.silu(x @ w1.T) * (x @ w3.T)) @ w2.T
 
@@ -237,7 +274,8 @@ def block(h, p, pre, cfg, is_moe):
     batch, seq = h.shape[0], h.shape[1]
     eps = cfg["norm_eps"]
     a = rms_norm(h, p[pre + "attn_norm.weight"], eps)
-    h = h + torch.stack([attention(a[b], p, pre + "attn.", cfg) for b in range(batch)])
+    attend = latent_attention if cfg["attention"] == "mla" else attention
+    h = h + torch.stack([attend(a[b], p, pre + "attn.", cfg) for b in range(batch)])
     f_in = rms_norm(h, p[pre + "ffn_norm.weight"], eps)
     if is_moe:
         y, aux, z = moe(f_in.reshape(batch * seq, -1), p, pre + "moe.", cfg)

@@ -715,7 +715,19 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set moe.shared_expert_gate=true "
                                  "--set model.rope_scaling.type=yarn "
                                  "--set model.rope_scaling.factor=4 "
-                                 "--set model.rope_scaling.original_seq_len=8"}),
+                                 "--set model.rope_scaling.original_seq_len=8"},
+                      // DeepSeek-V3's latent attention: a low-rank query, 2 heads of
+                      // 8 + 4 query/key and 12 value dims from a latent of 16, and
+                      // YaRN's mscale_all_dim in the softmax scale.
+                      MoeVariant{"mla",
+                                 "--set model.attention=mla --set model.q_lora_rank=12 "
+                                 "--set model.kv_lora_rank=16 --set model.qk_nope_head_dim=8 "
+                                 "--set model.qk_rope_head_dim=4 --set model.v_head_dim=12 "
+                                 "--set model.rope_scaling.type=yarn "
+                                 "--set model.rope_scaling.factor=4 "
+                                 "--set model.rope_scaling.original_seq_len=8 "
+                                 "--set model.rope_scaling.mscale=1 "
+                                 "--set model.rope_scaling.mscale_all_dim=1"}),
     [](const ::testing::TestParamInfo<MoeVariant>& info) { return info.param.name; });
 
 // Every MoE layer's moe.ranks_per_token of every metrics line.
