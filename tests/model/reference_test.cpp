@@ -392,6 +392,15 @@ TEST(Reference, DenseTiedWithOneMtpModule) {
   expect_matches_reference(cfg);
 }
 
+// DeepSeek-V3's pair: each MTP module's block attends as the model does, here
+// through a latent.
+TEST(Reference, MoeWithLatentAttentionAndAnMtpModule) {
+  Config cfg = testing::tiny_latent_attention_config(true);
+  cfg.train.mtp_depth = 1;
+  cfg.train.mtp_loss_weight = 0.3;
+  expect_matches_reference(cfg);
+}
+
 TEST(Reference, MoeWithTwoMtpModules) {
   Config cfg = testing::tiny_config(true);
   cfg.train.mtp_depth = 2;
