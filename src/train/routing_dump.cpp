@@ -30,10 +30,12 @@ Json window_row(const std::string& set, int64_t window, const torch::Tensor& tok
               {"tokens", Json::array()},
               {"pieces", Json::array()},
               {"experts", Json::object()}};
-  for (int64_t s = 0; s < tokens_S.size(0); ++s) {
-    const int id = int(tokens_S[s].item<int64_t>());
-    row["tokens"].push_back(id);
-    row["pieces"].push_back(tokenizer.decode({id}));
+  // One read of the window's ids, not a tensor element read per token.
+  const torch::Tensor ids = tokens_S.contiguous();
+  for (const int64_t* id = ids.data_ptr<int64_t>(); id != ids.data_ptr<int64_t>() + ids.numel();
+       ++id) {
+    row["tokens"].push_back(*id);
+    row["pieces"].push_back(tokenizer.decode({int(*id)}));
   }
   for (size_t l = 0; l < layers.size(); ++l) {
     row["experts"][std::to_string(layers[l])] = rows_of(kept_LSK[l]);
