@@ -67,7 +67,8 @@ json shared_keys_json(const Config& cfg) {
   for (const auto& key : kIntegerKeys) j[key.hf] = m.*key.ours;
   for (const auto& key : kRealKeys) j[key.hf] = m.*key.ours;
   j["num_key_value_heads"] = m.kv_heads();
-  j["head_dim"] = m.head_dim();
+  // transformers' DeepSeek configs hold the RoPE width there.
+  j["head_dim"] = m.latent_attention() ? m.qk_rope_head_dim : m.head_dim();
   j["hidden_act"] = "silu";
   j["rope_parameters"] = rope_parameters_json(m);
   j["tie_word_embeddings"] = m.tie_embeddings;
@@ -78,6 +79,25 @@ json shared_keys_json(const Config& cfg) {
   return j;
 }
 
+json latent_attention_json(const ModelConfig& m) {
+  return {{"q_lora_rank", m.q_lora_rank > 0 ? json(m.q_lora_rank) : json(nullptr)},
+          {"kv_lora_rank", m.kv_lora_rank},
+          {"qk_nope_head_dim", m.qk_nope_head_dim},
+          {"qk_rope_head_dim", m.qk_rope_head_dim},
+          {"v_head_dim", m.v_head_dim}};
+}
+
+// DeepSeek's router keys: the route scale, the groups and how they are chosen.
+void add_routing_keys(json& j, const MoeConfig& e, const HubFamily& f) {
+  if (f.route_scale) j["routed_scaling_factor"] = e.route_scale;
+  if (!f.grouped) return;
+  j["n_group"] = e.n_groups;
+  j["topk_group"] = e.topk_groups;
+  if (f.group_score == GroupScore::kMax) {  // DeepSeek-V2 turns its groups on by name
+    j["topk_method"] = e.topk_groups < e.n_groups ? "group_limited_greedy" : "greedy";
+  }
+}
+
 void add_moe_keys(json& j, const Config& cfg, const HubFamily& f) {
   const auto& e = cfg.moe;
   j["num_experts_per_tok"] = e.top_k;
@@ -85,13 +105,16 @@ void add_moe_keys(json& j, const Config& cfg, const HubFamily& f) {
   j["router_jitter_noise"] = 0.0;
   j[f.experts_key] = e.num_experts;
   j[f.expert_width_key] = e.d_expert;  // over d_ff when the family names them alike
-  if (f.gate_key) j["norm_topk_prob"] = e.gate == Gate::kTopkSoftmax;
-  if (f.layer_keys) {
+  if (f.gate == TopkGate::kKeyed) j["norm_topk_prob"] = e.gate == Gate::kTopkSoftmax;
+  if (f.dense_layers == DenseLayerKeys::kSparseStep) {
     // Layer l is MoE unless listed in mlp_only_layers (a step of 1 passes every layer).
     j["decoder_sparse_step"] = 1;
     j["mlp_only_layers"] = dense_layers(cfg);
   }
-  if (f.shared_expert) j["shared_expert_intermediate_size"] = e.shared_width();
+  if (f.dense_layers == DenseLayerKeys::kFirstK) j["first_k_dense_replace"] = e.first_dense_layers;
+  if (f.shared == SharedExperts::kGated) j["shared_expert_intermediate_size"] = e.shared_width();
+  if (f.shared == SharedExperts::kUngated) j["n_shared_experts"] = e.shared_width() / e.d_expert;
+  add_routing_keys(j, e, f);
 }
 
 // The scaling's parameters: transformers 5's rope_parameters, or the
@@ -180,9 +203,18 @@ void refuse_unexpressed_keys(const json& j, const HubFamily& f, const Config& cf
   if (optional_value<std::string>(j, "hidden_act", "silu", path) != "silu") {
     throw InputError(path + ": hidden_act = " + j["hidden_act"].dump() + "; expected silu");
   }
+  if (is_set(j, "quantization_config")) {
+    throw InputError(path + ": quantization_config is set; moelab reads unquantised weights");
+  }
   for (const std::string& key : f.refused_keys) {
     if (is_set(j, key)) {
       throw InputError(path + ": " + key + " is set; moelab's " + f.name + " has no " + key);
+    }
+  }
+  for (const FixedKey& fixed : f.fixed_keys) {
+    if (is_set(j, fixed.key) && j[fixed.key] != json::parse(fixed.value)) {
+      throw InputError(path + ": " + fixed.key + " = " + j[fixed.key].dump() + "; expected " +
+                       fixed.value + ": " + fixed.why);
     }
   }
   if (f.window == WindowKey::kFlag && optional_value(j, "use_sliding_window", false, path)) {
@@ -219,6 +251,42 @@ void read_layer_keys(const json& j, Config& cfg, const std::string& path) {
                    "moe.first_dense_layers and moe.layer_interval cannot express");
 }
 
+// DeepSeek's groups: always on in V3; in V2 by topk_method.
+void read_groups(const json& j, const HubFamily& f, MoeConfig& e, const std::string& path) {
+  e.group_score = f.group_score;
+  if (f.group_score == GroupScore::kMax) {
+    const auto method = optional_value<std::string>(j, "topk_method", "greedy", path);
+    if (method == "greedy") return;
+    if (method != "group_limited_greedy") {
+      throw InputError(path + ": topk_method = \"" + method + "\"; transformers' " +
+                       f.architecture + " routes by \"greedy\" or \"group_limited_greedy\"");
+    }
+  }
+  e.n_groups = config_value<int64_t>(j, "n_group", path);
+  e.topk_groups = config_value<int64_t>(j, "topk_group", path);
+}
+
+// The router's keys beyond the top-k: scores, scale, groups and routing bias.
+void read_routing_keys(const json& j, const HubFamily& f, MoeConfig& e, const std::string& path) {
+  e.score = f.score;
+  if (f.route_scale) e.route_scale = optional_value(j, "routed_scaling_factor", 1.0, path);
+  if (f.grouped) read_groups(j, f, e, path);
+  // The bias (e_score_correction_bias) is moelab's aux-free balance's.
+  if (f.routing_bias) e.balance = Balance::kAuxFree;
+}
+
+void read_shared_experts(const json& j, const HubFamily& f, MoeConfig& e, const std::string& path) {
+  if (f.shared == SharedExperts::kGated) {
+    const auto shared = config_value<int64_t>(j, "shared_expert_intermediate_size", path);
+    e.num_shared_experts = shared > 0 ? 1 : 0;
+    e.d_shared = shared;
+    e.shared_expert_gate = shared > 0;  // without a shared expert the gate scales nothing
+  }
+  if (f.shared == SharedExperts::kUngated) {
+    e.num_shared_experts = config_value<int64_t>(j, "n_shared_experts", path);
+  }
+}
+
 void read_moe_keys(const json& j, const HubFamily& f, Config& cfg, const std::string& path) {
   auto& e = cfg.moe;
   e.enabled = true;
@@ -228,18 +296,47 @@ void read_moe_keys(const json& j, const HubFamily& f, Config& cfg, const std::st
   const std::string experts_key = is_set(j, f.experts_key) ? f.experts_key : "num_local_experts";
   e.num_experts = config_value<int64_t>(j, experts_key, path);
   e.d_expert = config_value<int64_t>(j, f.expert_width_key, path);
-  // The gate keys' default (Qwen, OLMoE) is false.
-  if (f.gate_key) {
-    e.gate =
-        optional_value(j, "norm_topk_prob", false, path) ? Gate::kTopkSoftmax : Gate::kFullSoftmax;
+  if (f.gate == TopkGate::kKeyed) {
+    e.gate = optional_value(j, "norm_topk_prob", f.norm_topk_default, path) ? Gate::kTopkSoftmax
+                                                                            : Gate::kFullSoftmax;
   }
-  if (f.layer_keys) read_layer_keys(j, cfg, path);
-  if (f.shared_expert) {
-    const auto shared = config_value<int64_t>(j, "shared_expert_intermediate_size", path);
-    e.num_shared_experts = shared > 0 ? 1 : 0;
-    e.d_shared = shared;
-    e.shared_expert_gate = shared > 0;  // without a shared expert the gate scales nothing
+  if (f.gate == TopkGate::kAsScored) e.gate = Gate::kFullSoftmax;
+  if (f.dense_layers == DenseLayerKeys::kSparseStep) read_layer_keys(j, cfg, path);
+  if (f.dense_layers == DenseLayerKeys::kFirstK) {
+    e.first_dense_layers = optional_value<int64_t>(j, "first_k_dense_replace", 0, path);
   }
+  read_shared_experts(j, f, e, path);
+  read_routing_keys(j, f, e, path);
+}
+
+// DeepSeek's latent attention: its widths; every head its own keys and
+// values (transformers repeats none), the YaRN mscales both or neither, and
+// rms_norm_eps the latent norms' eps too (family.h).
+void read_latent_attention(const json& j, ModelConfig& m, const std::string& path) {
+  if (m.norm_eps != kDeepSeekLatentNormEps) {
+    throw InputError(path + ": rms_norm_eps = " + j["rms_norm_eps"].dump() +
+                     "; DeepSeek normalises the latents with eps 1e-06, moelab with rms_norm_eps");
+  }
+  if (m.n_kv_heads != m.n_heads) {
+    throw InputError(path + ": num_key_value_heads = " + std::to_string(m.n_kv_heads) +
+                     " != num_attention_heads; latent attention expands keys and values for "
+                     "every head");
+  }
+  const json r = rope_scaling_node(j);
+  if (m.rope_scaling.type == RopeScalingType::kYarn &&
+      is_set(r, "mscale") != is_set(r, "mscale_all_dim")) {
+    throw InputError(path +
+                     ": rope scaling has one of mscale and mscale_all_dim; moelab's latent "
+                     "attention reads both or neither");
+  }
+  m.attention = AttentionKind::kMla;
+  m.n_kv_heads = 0;
+  m.explicit_head_dim = 0;  // transformers writes qk_rope_head_dim there
+  m.q_lora_rank = optional_value<int64_t>(j, "q_lora_rank", 0, path);
+  m.kv_lora_rank = config_value<int64_t>(j, "kv_lora_rank", path);
+  m.qk_nope_head_dim = config_value<int64_t>(j, "qk_nope_head_dim", path);
+  m.qk_rope_head_dim = config_value<int64_t>(j, "qk_rope_head_dim", path);
+  m.v_head_dim = config_value<int64_t>(j, "v_head_dim", path);
 }
 
 }  // namespace
@@ -273,8 +370,11 @@ json hf_config_json(const Config& cfg, const HubFamily& f) {
   j["architectures"] = {f.architecture};
   j["model_type"] = f.model_type;
   for (const std::string& key : f.refused_keys) j[key] = nullptr;
+  for (const FixedKey& fixed : f.fixed_keys) j[fixed.key] = json::parse(fixed.value);
   if (f.window == WindowKey::kFlag) j["use_sliding_window"] = false;
   if (f.window == WindowKey::kLength) j["sliding_window"] = nullptr;
+  if (f.latent_attention) j.update(latent_attention_json(cfg.model));
+  if (f.mtp_key) j["num_nextn_predict_layers"] = 0;  // moelab's MTP is not exported
   if (f.moe()) add_moe_keys(j, cfg, f);
   return j;
 }
@@ -293,6 +393,7 @@ Config config_from_hf(const json& j, const HubFamily& f, const std::string& path
   refuse_unexpressed_keys(j, f, cfg, path);
   cfg.model.qk_norm = f.qk_norm;
   cfg.model.qkv_bias = f.qkv_bias;
+  if (f.latent_attention) read_latent_attention(j, cfg.model, path);
   if (f.moe()) read_moe_keys(j, f, cfg, path);
   return cfg;
 }

@@ -47,11 +47,30 @@ void require_shape(const std::map<std::string, std::vector<int64_t>>& shapes,
   }
 }
 
+// DeepSeek-V3's multi-token prediction layers, model.layers.N.. after the
+// num_hidden_layers N: transformers computes without them, and moelab's MTP
+// modules have another structure (docs/moe.md), so import leaves them out.
+int64_t mtp_layer_count(const json& j, const HubFamily& family, const std::string& path) {
+  if (!family.mtp_key || !j.contains("num_nextn_predict_layers")) return 0;
+  if (!j["num_nextn_predict_layers"].is_number_integer()) {
+    throw InputError(path + ": \"num_nextn_predict_layers\" has the wrong type");
+  }
+  return j["num_nextn_predict_layers"].get<int64_t>();
+}
+
+bool in_mtp_layers(const std::string& name, int64_t n_layers, int64_t mtp_layers) {
+  for (int64_t i = 0; i < mtp_layers; ++i) {
+    if (name.rfind("model.layers." + std::to_string(n_layers + i) + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
 // Every Hugging Face tensor is linked to moelab's or one that must be zero;
-// the rest (lm_head.weight beside tied embeddings excepted) would be dropped,
-// so they are refused. Checked on the headers, before any tensor is read.
-void check_tensor_names(const HfWeights& weights, const HfTensorMap& map, const Config& cfg,
-                        const HubFamily& family, const std::string& hf_dir) {
+// the rest (lm_head.weight beside tied embeddings, and the MTP layers,
+// counted) would be dropped, so they are refused. Checked on the headers,
+// before any tensor is read.
+int64_t check_tensor_names(const HfWeights& weights, const HfTensorMap& map, const Config& cfg,
+                           const HubFamily& family, const std::string& hf_dir, int64_t mtp_layers) {
   std::set<std::string> used;
   for (const auto& link : map.links) {
     require_shape(weights.shapes(), link.theirs, link.shape, hf_dir);
@@ -62,12 +81,17 @@ void check_tensor_names(const HfWeights& weights, const HfTensorMap& map, const 
     used.insert(zero.theirs);
   }
   if (cfg.model.tie_embeddings) used.insert("lm_head.weight");
+  int64_t mtp_tensors = 0;
   for (const auto& [name, shape] : weights.shapes()) {
-    if (!used.count(name)) {
-      throw InputError(hf_dir + ": tensor '" + name + "' has no place in moelab's " +
-                       family.architecture);
+    if (used.count(name)) continue;
+    if (in_mtp_layers(name, cfg.model.n_layers, mtp_layers)) {
+      ++mtp_tensors;
+      continue;
     }
+    throw InputError(hf_dir + ": tensor '" + name + "' has no place in moelab's " +
+                     family.architecture);
   }
+  return mtp_tensors;
 }
 
 // The dtype a whole export is recorded as: bfloat16 when every tensor is.
@@ -93,7 +117,7 @@ void export_hf(const std::string& checkpoint, const std::string& out) {
                        "' is missing or has another shape than " +
                        c10::str(c10::IntArrayRef(link.shape)));
     }
-    tensors[link.theirs] = link.scale == 1.0 ? it->second : it->second * link.scale;
+    tensors[link.theirs] = to_hf(link, it->second);
   }
   const std::string dtype = torch_dtype(tensors);
   for (const auto& zero : map.zeros) {
@@ -127,7 +151,14 @@ std::string import_hf(const std::string& hf_dir, const std::string& out) {
   validate(cfg);
   HfWeights weights(hf_dir, family);
   const HfTensorMap map = hf_tensor_map(cfg, family);
-  check_tensor_names(weights, map, cfg, family, hf_dir);
+  const int64_t mtp_layers = mtp_layer_count(j, family, config_path);
+  const int64_t mtp_tensors = check_tensor_names(weights, map, cfg, family, hf_dir, mtp_layers);
+  if (mtp_tensors > 0) {
+    spdlog::warn(
+        "{}: the {} multi-token prediction layers (model.layers.{}.., {} tensors) are not "
+        "imported: moelab's MTP modules are not DeepSeek's (docs/convert.md)",
+        hf_dir, mtp_layers, cfg.model.n_layers, mtp_tensors);
+  }
   for (const auto& zero : map.zeros) {
     if (weights.read(zero.theirs).count_nonzero().item<int64_t>() != 0) {
       throw InputError(hf_dir + ": tensor '" + zero.theirs + "' is not zero; moelab's " +
@@ -137,7 +168,7 @@ std::string import_hf(const std::string& hf_dir, const std::string& out) {
   RunStartWriter writer(out, cfg, {{"source", hf_dir}, {"method", "import_hf"}});
   for (const auto& link : map.links) {
     const torch::Tensor t = weights.read(link.theirs);
-    writer.add(link.ours, link.scale == 1.0 ? t : t / link.scale);
+    writer.add(link.ours, from_hf(link, t));
   }
   spdlog::info("imported {} from {}", family.architecture, hf_dir);
   return writer.commit();

@@ -15,8 +15,9 @@ struct Builder {
   const HubFamily& family;
   HfTensorMap map;
 
-  void link(const std::string& ours, const std::string& theirs, Shape shape, double scale = 1.0) {
-    map.links.push_back({ours, theirs, std::move(shape), scale});
+  void link(const std::string& ours, const std::string& theirs, Shape shape, double scale = 1.0,
+            RopeRows rope_rows = {}) {
+    map.links.push_back({ours, theirs, std::move(shape), scale, rope_rows});
   }
   void zero(const std::string& theirs, Shape shape) {
     map.zeros.push_back({theirs, std::move(shape)});
@@ -31,7 +32,31 @@ struct Builder {
     link(ours + ".w2", theirs + "." + names[2] + ".weight", {d, width}, down_scale);
   }
 
+  // DeepSeek's latent attention (model/latent_attention.h).
+  void latent_attention(const std::string& ours, const std::string& theirs) {
+    const auto& m = cfg.model;
+    const int64_t d = m.d_model, h = m.n_heads, rope = m.qk_rope_head_dim;
+    const RopeRows query_rope{m.qk_head_dim(), rope};
+    const std::string attn = theirs + ".self_attn.";
+    if (m.q_lora_rank > 0) {
+      link(ours + ".attn.wq_a", attn + "q_a_proj.weight", {m.q_lora_rank, d});
+      link(ours + ".attn.q_a_norm.weight", attn + "q_a_layernorm.weight", {m.q_lora_rank});
+      link(ours + ".attn.wq_b", attn + "q_b_proj.weight", {h * m.qk_head_dim(), m.q_lora_rank}, 1.0,
+           query_rope);
+    } else {
+      link(ours + ".attn.wq", attn + "q_proj.weight", {h * m.qk_head_dim(), d}, 1.0, query_rope);
+    }
+    const int64_t latent = m.kv_lora_rank + rope;
+    link(ours + ".attn.wkv_a", attn + "kv_a_proj_with_mqa.weight", {latent, d}, 1.0,
+         {latent, rope});
+    link(ours + ".attn.kv_a_norm.weight", attn + "kv_a_layernorm.weight", {m.kv_lora_rank});
+    link(ours + ".attn.wkv_b", attn + "kv_b_proj.weight",
+         {h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
+    link(ours + ".attn.wo", attn + "o_proj.weight", {d, h * m.v_head_dim});
+  }
+
   void attention(const std::string& ours, const std::string& theirs) {
+    if (cfg.model.latent_attention()) return latent_attention(ours, theirs);
     const int64_t d = cfg.model.d_model, hd = cfg.model.head_dim();
     const int64_t q = cfg.model.n_heads * hd, kv = cfg.model.kv_heads() * hd;
     const std::string attn = theirs + ".self_attn.";
@@ -57,11 +82,19 @@ struct Builder {
     }
   }
 
+  // A family that always has a shared expert gets empty tensors for none.
+  void empty_shared_expert(const std::string& theirs) {
+    const int64_t d = cfg.model.d_model;
+    zero(theirs + ".gate_proj.weight", {0, d});
+    zero(theirs + ".up_proj.weight", {0, d});
+    zero(theirs + ".down_proj.weight", {d, 0});
+  }
+
   // Qwen2-MoE's shared expert, scaled by sigmoid(shared_expert_gate . x):
   // moelab's gate (moe.shared_expert_gate) is that gate. An ungated one is
   // written with a zero gate, 1/2 for every token, and its down projection
   // times 2 (both scalings powers of two: exact).
-  void shared_expert(const std::string& ours, const std::string& theirs) {
+  void gated_shared_expert(const std::string& ours, const std::string& theirs) {
     const int64_t d = cfg.model.d_model, width = cfg.moe.shared_width();
     const bool gated = cfg.moe.shared_expert_gate;
     if (gated) {
@@ -71,27 +104,72 @@ struct Builder {
     }
     if (width > 0) {
       swiglu(ours + ".shared", theirs + ".shared_expert", width, kMlp, gated ? 1.0 : 2.0);
-      return;
+    } else {
+      empty_shared_expert(theirs + ".shared_expert");
     }
-    // An empty shared expert: Qwen2-MoE always has one.
-    zero(theirs + ".shared_expert.gate_proj.weight", {0, d});
-    zero(theirs + ".shared_expert.up_proj.weight", {0, d});
-    zero(theirs + ".shared_expert.down_proj.weight", {d, 0});
+  }
+
+  // DeepSeek's n_shared_experts experts, one SwiGLU as wide as all of them.
+  void ungated_shared_experts(const std::string& ours, const std::string& theirs) {
+    const int64_t width = cfg.moe.shared_width();
+    if (width > 0) {
+      swiglu(ours + ".shared", theirs + ".shared_experts", width, kMlp);
+    } else {
+      empty_shared_expert(theirs + ".shared_experts");
+    }
   }
 
   void moe(const std::string& ours, const std::string& layer) {
     const std::string theirs = layer + "." + family.moe_module;
     const auto& e = cfg.moe;
     link(ours + ".router.weight", theirs + ".gate.weight", {e.num_experts, cfg.model.d_model});
+    // DeepSeek-V3's routing bias is moelab's aux-free one, zero without it.
+    if (family.routing_bias && e.balance == Balance::kAuxFree) {
+      link(ours + ".router.bias", theirs + ".gate.e_score_correction_bias", {e.num_experts});
+    } else if (family.routing_bias) {
+      zero(theirs + ".gate.e_score_correction_bias", {e.num_experts});
+    }
     for (int64_t i = 0; i < e.num_experts; ++i) {
       swiglu(ours + ".experts." + std::to_string(i), theirs + ".experts." + std::to_string(i),
              e.d_expert, family.expert_projections);
     }
-    if (family.shared_expert) shared_expert(ours, theirs);
+    if (family.shared == SharedExperts::kGated) gated_shared_expert(ours, theirs);
+    if (family.shared == SharedExperts::kUngated) ungated_shared_experts(ours, theirs);
   }
 };
 
+// The row order that takes a tensor to the other layout: in each block, the
+// RoPE rows interleaved (a_0, b_0, a_1, b_1, ...) from moelab's halves
+// (a_0.., b_0..), or the reverse.
+torch::Tensor rope_row_order(const RopeRows& r, int64_t rows, bool to_interleaved) {
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  const int64_t half = r.rope / 2;
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t in_block = row % r.block, j = in_block - (r.block - r.rope);
+    int64_t source = row;
+    if (j >= 0 && to_interleaved) source = row - j + (j % 2 == 0 ? j / 2 : half + j / 2);
+    if (j >= 0 && !to_interleaved) source = row - j + (j < half ? 2 * j : 2 * (j - half) + 1);
+    order[size_t(row)] = source;
+  }
+  return torch::tensor(order, torch::kLong);
+}
+
+torch::Tensor reorder_rope_rows(const RopeRows& r, const torch::Tensor& t, bool to_interleaved) {
+  if (r.block == 0) return t;
+  return t.index_select(0, rope_row_order(r, t.size(0), to_interleaved));
+}
+
 }  // namespace
+
+torch::Tensor to_hf(const HfLink& link, const torch::Tensor& ours) {
+  const auto scaled = link.scale == 1.0 ? ours : ours * link.scale;
+  return reorder_rope_rows(link.rope_rows, scaled, /*to_interleaved=*/true);
+}
+
+torch::Tensor from_hf(const HfLink& link, const torch::Tensor& theirs) {
+  const auto rows = reorder_rope_rows(link.rope_rows, theirs, /*to_interleaved=*/false);
+  return link.scale == 1.0 ? rows : rows / link.scale;
+}
 
 HfTensorMap hf_tensor_map(const Config& cfg, const HubFamily& family) {
   Builder b{cfg, family, {}};

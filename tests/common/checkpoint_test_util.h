@@ -13,11 +13,13 @@
 
 namespace moelab::testing {
 
-// <run_dir>/checkpoints/step_<step>, holding the model's parameters and its config.
+// <run_dir>/checkpoints/step_<step>, holding the model's parameters, its
+// buffers (the aux-free routing bias) as the trainer saves them, and its config.
 inline std::string save_model_checkpoint(const std::string& run_dir, int64_t step,
                                          Transformer& model, const Config& cfg) {
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& p : model->named_weights()) tensors[p.key()] = p.value().detach();
+  for (const auto& b : model->named_buffers()) tensors[b.key()] = b.value().detach();
   prepare_checkpoint_tmp_dir(run_dir, step);
   write_tensor_file(checkpoint_tmp_dir(run_dir, step) + "/replicated.h5", tensors);
   finalize_checkpoint(run_dir, step, {{"config", to_toml(cfg)}}, 0);

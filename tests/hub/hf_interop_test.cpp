@@ -1,6 +1,6 @@
 // Hugging Face interop: a moelab model exports as the family that expresses
-// it (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) and transformers computes
-// its logits to 1e-4; tiny random transformers models of each family import
+// it (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-V2/V3) and
+// transformers computes its logits to 1e-4; tiny random transformers models of each family import
 // into moelab giving transformers' logits to 1e-4, and export back to the same
 // tensors; what a family cannot express is refused by name. transformers comes
 // from launch/requirements.txt; without it these tests fail (hf_test_util.h).
@@ -14,6 +14,7 @@
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,11 +59,12 @@ std::string to_toml_model(const Config& cfg) {
   return toml.substr(begin, end - begin);
 }
 
-// Every parameter moved off its initial value (norms start at one), so that
-// no mapping mistake hides behind it.
+// Every parameter and buffer (the aux-free routing bias) moved off its
+// initial value (norms start at one), so that no mapping mistake hides behind it.
 void randomise(Transformer& model) {
   torch::NoGradGuard no_grad;
   for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.3);
+  for (auto& b : model->buffers()) b.add_(torch::randn_like(b) * 0.3);
 }
 
 struct ExportCase {
@@ -83,6 +85,41 @@ void yarn_scaling(Config& c) {
   c.model.rope_scaling = {RopeScalingType::kYarn};
   c.model.rope_scaling.factor = 4;
   c.model.rope_scaling.original_seq_len = 16;
+}
+
+// DeepSeek-V2's structure on moelab's latent attention: the top-k scores as
+// they are, groups scored by their best expert, scaled gates, two shared
+// experts, a dense first layer, YaRN with both mscales; 4 heads (transformers'
+// DeepseekV2Config wants them to divide hidden_size).
+void deepseek_v2_shape(Config& c) {
+  c.model = testing::tiny_latent_attention_config(true).model;
+  c.model.n_heads = 4;
+  c.model.n_layers = 3;
+  c.model.norm_eps = 1e-6;  // DeepSeek's latent norms' (export_family)
+  yarn_scaling(c);
+  c.model.rope_scaling.mscale = 0.9;
+  c.model.rope_scaling.mscale_all_dim = 0.7;
+  c.moe.gate = Gate::kFullSoftmax;
+  c.moe.n_groups = 2;
+  c.moe.topk_groups = 1;
+  c.moe.group_score = GroupScore::kMax;
+  c.moe.route_scale = 1.5;
+  c.moe.num_shared_experts = 2;
+  c.moe.first_dense_layers = 1;
+}
+
+// DeepSeek-V3's: a query bottleneck, sigmoid scores renormalised, groups by
+// their top-2 sum, the aux-free routing bias, route scale 2.5.
+void deepseek_v3_shape(Config& c) {
+  deepseek_v2_shape(c);
+  c.model.n_heads = 3;  // V3's config takes heads that do not divide hidden_size
+  c.model.q_lora_rank = 7;
+  c.moe.gate = Gate::kTopkSoftmax;
+  c.moe.score = Score::kSigmoid;
+  c.moe.group_score = GroupScore::kTop2Sum;
+  c.moe.balance = Balance::kAuxFree;
+  c.moe.route_scale = 2.5;
+  c.moe.num_shared_experts = 1;
 }
 
 class HfInterop : public ::testing::TestWithParam<ExportCase> {};
@@ -110,7 +147,8 @@ TEST_P(HfInterop, TransformersComputesMoelabsLogits) {
   const auto ours = model->forward(tokens).logits;
   const auto theirs = hf_logits(dir / "hf", tokens, dir, cfg.model.vocab_size);
   const double diff = (ours - theirs).abs().max().item<double>();
-  std::cout << "export " << GetParam().name << ": max |logits difference| = " << diff << "\n";
+  std::cout << "export " << GetParam().name << ": max |logits difference| = " << diff
+            << " (max |logit| " << ours.abs().max().item<double>() << ")\n";
   EXPECT_LE(diff, 1e-4);
 }
 
@@ -171,12 +209,56 @@ INSTANTIATE_TEST_SUITE_P(
                                  [](Config& c) {
                                    c.model.qk_norm = QkNorm::kFull;
                                    c.moe.gate = Gate::kFullSoftmax;
+                                 }},
+                      ExportCase{"DeepSeekV2", "DeepseekV2ForCausalLM", deepseek_v2_shape},
+                      ExportCase{"DeepSeekV3", "DeepseekV3ForCausalLM", deepseek_v3_shape},
+                      ExportCase{"DeepSeekV3UnbiasedFullGate", "DeepseekV3ForCausalLM",
+                                 [](Config& c) {
+                                   deepseek_v3_shape(c);
+                                   c.moe.balance = Balance::kSwitch;  // a zero bias
+                                   c.moe.gate = Gate::kFullSoftmax;
+                                   c.moe.num_shared_experts = 0;
                                  }}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
 
+// The parameters and buffers (the routing bias) of an imported checkpoint.
 void load_tensors(Transformer& model, const std::map<std::string, torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
   for (auto& p : model->named_weights()) p.value().copy_(tensors.at(p.key()));
+  for (auto& b : model->named_buffers()) b.value().copy_(tensors.at(b.key()));
+}
+
+// config.json keys an import need not bring back: ids, training-only and
+// provenance keys, derived ones, and DeepSeek-V3's MTP layers (not imported).
+const std::set<std::string> kUnkeptKeys = {"auto_map",
+                                           "aux_loss_alpha",
+                                           "seq_aux",
+                                           "bos_token_id",
+                                           "eos_token_id",
+                                           "pad_token_id",
+                                           "initializer_range",
+                                           "use_cache",
+                                           "pretraining_tp",
+                                           "ep_size",
+                                           "transformers_version",
+                                           "dtype",
+                                           "qk_head_dim",
+                                           "num_nextn_predict_layers",
+                                           "type"};  // rope_parameters' old name for rope_type
+
+// Every other key of `original` is in `back` with the same value (objects key by key).
+void expect_keys_kept(const nlohmann::json& original, const nlohmann::json& back,
+                      const std::string& where = "") {
+  for (const auto& [key, value] : original.items()) {
+    if (kUnkeptKeys.count(key)) continue;
+    SCOPED_TRACE(where + key);
+    ASSERT_TRUE(back.contains(key)) << "config.json lost " << where << key;
+    if (value.is_object()) {
+      expect_keys_kept(value, back[key], where + key + ".");
+    } else {
+      EXPECT_EQ(back[key], value) << where << key;
+    }
+  }
 }
 
 struct ImportCase {
@@ -188,6 +270,8 @@ struct ImportCase {
   // of hub_families() expresses the model too (a Mistral without a window is
   // a Llama, tensor for tensor).
   std::string exported_as = "";
+  // Every structural config.json key comes back (expect_keys_kept).
+  bool keys_kept = false;
 };
 
 class HfImportFamilies : public ::testing::TestWithParam<ImportCase> {};
@@ -234,6 +318,10 @@ TEST_P(HfImportFamilies, GivesTransformersLogitsAndExportsBackTheSameTensors) {
     ASSERT_TRUE(back.count(name)) << name;
     EXPECT_TRUE(torch::equal(back.at(name), t)) << name;
   }
+  if (c.keys_kept) {
+    expect_keys_kept(nlohmann::json::parse(read_text_file(dir / "hf/config.json", "config")),
+                     nlohmann::json::parse(read_text_file(dir / "back/config.json", "config")));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -257,33 +345,46 @@ INSTANTIATE_TEST_SUITE_P(
         ImportCase{"Qwen3MoeShardedBf16", "qwen3_moe", "shard=1 dtype=bf16"},
         ImportCase{"Qwen3MoeFusedF16", "qwen3_moe", "fused=1 dtype=f16"},
         ImportCase{"Olmoe", "olmoe", ""}, ImportCase{"OlmoeTopk", "olmoe", "norm_topk_prob=true"},
-        ImportCase{"OlmoeShardedBf16", "olmoe", "shard=1 dtype=bf16"}),
+        ImportCase{"OlmoeShardedBf16", "olmoe", "shard=1 dtype=bf16"},
+        // DeepSeek-V3's published structure (tests/reference, at its scale, made
+        // tiny): a query bottleneck, 8 groups of which 4 are picked, sigmoid
+        // scores with a random routing bias, route scale 2.5, 3 dense layers, a
+        // shared expert, YaRN (mscale_all_dim apart from mscale), norm_topk_prob.
+        ImportCase{"DeepSeekV3Structured", "deepseek_v3",
+                   "config=" + kReference + "deepseek_v3_structured_config.json", "", "", true},
+        ImportCase{"DeepSeekV3ShardedBf16", "deepseek_v3", "shard=1 dtype=bf16"}),
     [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
 
 // The published checkpoints' structures (../shared/data/configs): every family
 // moelab advertises, as released.
 INSTANTIATE_TEST_SUITE_P(
     Published, HfImportFamilies,
-    ::testing::Values(ImportCase{"Llama32_1B", "llama", "", "unsloth--Llama-3.2-1B"},
-                      ImportCase{"Qwen25_15B", "qwen2", "", "Qwen--Qwen2.5-1.5B"},
-                      ImportCase{"Qwen3_06B", "qwen3", "dtype=bf16", "Qwen--Qwen3-0.6B"},
-                      // Qwen3's documented long-context setting.
-                      ImportCase{"Qwen3_06B_Yarn", "qwen3",
-                                 "rope_scaling={\"rope_type\":\"yarn\",\"factor\":4.0,"
-                                 "\"original_max_position_embeddings\":32768}",
-                                 "Qwen--Qwen3-0.6B"},
-                      ImportCase{"Qwen3_30B_A3B", "qwen3_moe", "", "Qwen--Qwen3-30B-A3B"},
-                      ImportCase{"Qwen15_MoE_A27B", "qwen2_moe", "dtype=bf16",
-                                 "MaziyarPanahi--Qwen1.5-MoE-A2.7B-Wikihow"},
-                      ImportCase{"OLMoE_1B_7B", "olmoe", "",
-                                 "interview-eval--olmoe-math-train-gsm8k-2"},
-                      ImportCase{"Mixtral_8x7B", "mixtral", "", "mistralai--Mixtral-8x7B-v0.1"}),
+    ::testing::Values(
+        ImportCase{"Llama32_1B", "llama", "", "unsloth--Llama-3.2-1B"},
+        ImportCase{"Qwen25_15B", "qwen2", "", "Qwen--Qwen2.5-1.5B"},
+        ImportCase{"Qwen3_06B", "qwen3", "dtype=bf16", "Qwen--Qwen3-0.6B"},
+        // Qwen3's documented long-context setting.
+        ImportCase{"Qwen3_06B_Yarn", "qwen3",
+                   "rope_scaling={\"rope_type\":\"yarn\",\"factor\":4.0,"
+                   "\"original_max_position_embeddings\":32768}",
+                   "Qwen--Qwen3-0.6B"},
+        ImportCase{"Qwen3_30B_A3B", "qwen3_moe", "", "Qwen--Qwen3-30B-A3B"},
+        ImportCase{"Qwen15_MoE_A27B", "qwen2_moe", "dtype=bf16",
+                   "MaziyarPanahi--Qwen1.5-MoE-A2.7B-Wikihow"},
+        ImportCase{"OLMoE_1B_7B", "olmoe", "", "interview-eval--olmoe-math-train-gsm8k-2"},
+        ImportCase{"Mixtral_8x7B", "mixtral", "", "mistralai--Mixtral-8x7B-v0.1"},
+        // Full-rank queries, YaRN, softmax, two shared experts, greedy.
+        ImportCase{"DeepSeekV2Lite", "deepseek_v2", "", "deepseek-ai--DeepSeek-V2-Lite", "", true},
+        // The same with V2's groups: 4 of 3 experts, the best 2 picked.
+        ImportCase{"DeepSeekV2LiteGroupLimited", "deepseek_v2",
+                   "topk_method=\"group_limited_greedy\" n_group=4 topk_group=2",
+                   "deepseek-ai--DeepSeek-V2-Lite", "", true}),
     [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
 
 // Exported and imported back, a model is the same [model] table (RoPE
 // scaling included) and the same tensors.
 TEST(HfImport, AnExportComesBackAsTheSameModel) {
-  std::vector<Config> configs(3, testing::tiny_config(false));
+  std::vector<Config> configs(5, testing::tiny_config(false));
   configs[1].model.tie_embeddings = true;
   configs[1].model.explicit_head_dim = 8;
   llama3_scaling(configs[1]);
@@ -295,6 +396,9 @@ TEST(HfImport, AnExportComesBackAsTheSameModel) {
   configs[2].model.rope_scaling.mscale = 0.8;
   configs[2].model.rope_scaling.mscale_all_dim = 0.7;
   configs[2].model.rope_scaling.truncate = false;
+  configs[3] = configs[4] = testing::tiny_config(true);
+  deepseek_v2_shape(configs[3]);
+  deepseek_v3_shape(configs[4]);
   for (const Config& cfg : configs) {
     TempDir dir;
     Transformer model(model_settings(cfg));
@@ -313,9 +417,10 @@ TEST(HfImport, AnExportComesBackAsTheSameModel) {
 // family: an MTP model exports as the same model without them, the tensors and
 // config.json of the model trained without MTP from the same seed.
 TEST(HfExport, DropsTheMtpModules) {
-  for (const bool moe : {false, true}) {
-    SCOPED_TRACE(moe ? "moe" : "dense");
-    Config plain = testing::tiny_config(moe);
+  for (const std::string kind : {"dense", "moe", "deepseek_v3"}) {
+    SCOPED_TRACE(kind);
+    Config plain = testing::tiny_config(kind != "dense");
+    if (kind == "deepseek_v3") deepseek_v3_shape(plain);
     Config mtp = plain;
     mtp.train.mtp_depth = 2;
     TempDir dir;
@@ -360,22 +465,90 @@ TEST(HfImport, WhatMoelabCannotExpressIsRefusedByName) {
   }
 }
 
-// A published architecture moelab does not read (DeepSeek-V2's latent
-// attention) is refused naming it and the architectures it reads, before any
-// weight is looked for.
-TEST(HfImport, APublishedDeepSeekV2IsRefusedByName) {
-  std::string published;
-  ASSERT_NO_FATAL_FAILURE(
-      testing::shared_data_file("configs/deepseek-ai--DeepSeek-V2-Lite/config.json", &published));
+// config.json keys transformers will not save as given, set in the file.
+void set_config_key(const std::string& hf_dir, const std::string& key,
+                    const nlohmann::json& value) {
+  auto config = nlohmann::json::parse(read_text_file(hf_dir + "/config.json", "config"));
+  config[key] = value;
+  write_file_atomically(hf_dir + "/config.json", config.dump(2));
+}
+
+// What DeepSeek's configs can say that transformers' classes (or DeepSeek's
+// code) compute and moelab does not, each set in the config.json of one tiny
+// model of each family.
+TEST(HfImport, WhatDeepSeeksConfigsSayAndMoelabCannotIsRefusedByName) {
+  ASSERT_TRUE(transformers_available());
+  struct Case {
+    std::string family, key;
+    nlohmann::json value;
+    std::string named;
+  };
+  const nlohmann::json lone_mscale_all_dim = {{"rope_type", "yarn"},
+                                              {"factor", 4.0},
+                                              {"mscale_all_dim", 0.8},
+                                              {"original_max_position_embeddings", 2}};
+  const std::vector<Case> cases = {
+      {"deepseek_v2", "topk_method", "noaux_tc", "topk_method = \"noaux_tc\""},
+      {"deepseek_v2", "scoring_func", "sigmoid", "scoring_func = \"sigmoid\""},
+      {"deepseek_v2", "norm_topk_prob", true, "norm_topk_prob = true"},
+      {"deepseek_v2", "moe_layer_freq", 2, "moe_layer_freq = 2"},
+      {"deepseek_v2", "attention_bias", true, "attention_bias = true"},
+      {"deepseek_v3", "scoring_func", "softmax", "scoring_func = \"softmax\""},
+      {"deepseek_v3", "topk_method", "greedy", "topk_method = \"greedy\""},
+      {"deepseek_v3", "rope_interleave", false, "rope_interleave = false"},
+      {"deepseek_v3", "rms_norm_eps", 1e-5, "rms_norm_eps = 1e-05"},
+      {"deepseek_v3", "rope_parameters", lone_mscale_all_dim, "one of mscale and mscale_all_dim"},
+      {"deepseek_v3", "num_key_value_heads", 2, "num_key_value_heads = 2"},
+      {"deepseek_v3",
+       "quantization_config",
+       {{"quant_method", "fp8"}},
+       "quantization_config is set"},
+  };
   TempDir dir;
-  std::filesystem::create_directories(dir / "hf");
-  std::filesystem::copy_file(published, dir / "hf/config.json");
+  for (const std::string family : {"deepseek_v2", "deepseek_v3"}) {
+    make_hf_model(family, "", dir / family);
+  }
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.family + " " + c.key);
+    TempDir patched;
+    std::filesystem::copy(dir / c.family, patched / "hf");
+    set_config_key(patched / "hf", c.key, c.value);
+    try {
+      import_hf(patched / "hf", patched / "imported");
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << e.what();
+    }
+  }
+}
+
+// DeepSeek-V3's multi-token prediction layers (model.layers.N.. past the
+// num_hidden_layers N) are left out of an import, with a notice: the model is
+// the one transformers computes, and moelab's MTP modules are not
+// DeepSeek's (docs/convert.md). A layer past them is still refused.
+TEST(HfImport, LeavesOutDeepSeekV3sMtpLayers) {
+  ASSERT_TRUE(transformers_available());
+  TempDir dir;
+  make_hf_model("deepseek_v3", "num_nextn_predict_layers=1", dir / "hf");
+  std::filesystem::copy(dir / "hf", dir / "mtp");
+  auto tensors = read_safetensors(dir / "hf/model.safetensors");
+  const int64_t n_layers = 3, d = 16;
+  const std::string mtp = "model.layers." + std::to_string(n_layers) + ".";
+  tensors[mtp + "eh_proj.weight"] = torch::randn({d, 2 * d});
+  tensors[mtp + "enorm.weight"] = torch::randn({d});
+  write_safetensors(dir / "mtp/model.safetensors", tensors, {{"format", "pt"}});
+  const auto plain = load_checkpoint(import_hf(dir / "hf", dir / "plain_imported"));
+  const auto with_mtp = load_checkpoint(import_hf(dir / "mtp", dir / "mtp_imported"));
+  ASSERT_EQ(with_mtp.tensors.size(), plain.tensors.size());
+  for (const auto& [name, t] : plain.tensors) {
+    EXPECT_TRUE(torch::equal(with_mtp.tensors.at(name), t)) << name;
+  }
+  set_config_key(dir / "mtp", "num_nextn_predict_layers", 0);
   try {
-    import_hf(dir / "hf", dir / "imported");
+    import_hf(dir / "mtp", dir / "refused");
     ADD_FAILURE() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("DeepseekV2ForCausalLM"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Qwen3MoeForCausalLM"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(mtp + "e"), std::string::npos) << e.what();
   }
 }
 
@@ -451,9 +624,60 @@ TEST(HfExport, WhatEachFamilyCannotExpressIsRefused) {
          c.model.qk_norm = QkNorm::kHead;
        },
        "Qwen3MoeForCausalLM: model.qkv_bias = true"},
-      // No family's attention is latent, MoE or dense.
+      // Latent attention is DeepSeek's, whose MoE must fit too; no dense family has it.
       {[](Config& c) { c.model = testing::tiny_latent_attention_config(true).model; },
-       "MixtralForCausalLM: model.attention = \"mla\""},
+       "DeepseekV3ForCausalLM: model.norm_eps = 1e-05"},
+      {[](Config& c) {
+         deepseek_v2_shape(c);
+         c.moe.gate = Gate::kTopkSoftmax;
+       },
+       "DeepseekV2ForCausalLM: moe.gate = \"topk_softmax\" (DeepSeek-V2 weighs the top-k by "
+       "their scores"},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.model.norm_eps = 1e-5;
+       },
+       "DeepseekV3ForCausalLM: model.norm_eps = 1e-05 (DeepSeek-V3's latent norms' eps is 1e-06)"},
+      {[](Config& c) {
+         deepseek_v2_shape(c);
+         c.model.n_heads = 3;
+       },
+       "DeepseekV2ForCausalLM: model.n_heads = 3 does not divide model.d_model = 16"},
+      {[](Config& c) {
+         deepseek_v2_shape(c);
+         c.moe.balance = Balance::kAuxFree;
+       },
+       "DeepseekV2ForCausalLM: moe.balance = \"aux_free\""},
+      {[](Config& c) {
+         deepseek_v2_shape(c);
+         c.moe.group_score = GroupScore::kTop2Sum;
+       },
+       "DeepseekV2ForCausalLM: moe.group_score = \"top2_sum\""},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.moe.group_score = GroupScore::kMax;
+       },
+       "DeepseekV3ForCausalLM: moe.group_score = \"max\""},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.moe.layer_interval = 2;
+       },
+       "DeepseekV3ForCausalLM: moe.layer_interval = 2"},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.moe.shared_expert_gate = true;
+       },
+       "DeepseekV3ForCausalLM: moe.shared_expert_gate = true"},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.moe.d_shared = 20;
+       },
+       "DeepseekV3ForCausalLM: a shared-expert width of 20"},
+      {[](Config& c) {
+         deepseek_v3_shape(c);
+         c.moe.expert_widths = {12, 12, 12, 24};
+       },
+       "DeepseekV3ForCausalLM: moe.expert_widths"},
       {[](Config& c) {
          c.moe.enabled = false;
          c.model = testing::tiny_latent_attention_config(false).model;

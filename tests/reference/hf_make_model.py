@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A tiny random Hugging Face folder: `hf_make_model.py FAMILY OUT [OPTION=VALUE...]`.
 
-FAMILY is llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe or olmoe;
+FAMILY is llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe,
+deepseek_v2 or deepseek_v3;
 OPTIONs are config keys (values parsed as JSON) over a small default, plus those
 that shape the files:
   config=PATH    a published config.json instead of the small default, made
@@ -16,8 +17,9 @@ that shape the files:
                  tokenizer saves it (EOS: the file's last added token);
                  vocab_size is its size, or the published config's where
                  that is larger
-Every parameter, norms, biases and gates included, is drawn at random so that
-no mapping mistake hides behind an initial value.
+Every parameter, norms, biases and gates included, and DeepSeek-V3's routing
+bias (e_score_correction_bias, a buffer) are drawn at random so that no
+mapping mistake hides behind an initial value.
 """
 import json
 import sys
@@ -25,6 +27,14 @@ import sys
 import torch
 import transformers
 from safetensors.torch import save_file
+
+# What both DeepSeek defaults share: latent attention (heads of 4 + 4 query/key
+# and 4 value dims from a latent of 8), a dense first layer, a shared expert,
+# the eps DeepSeek normalises its latents with.
+DEEPSEEK = dict(num_key_value_heads=4, intermediate_size=24, moe_intermediate_size=8,
+                n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                first_k_dense_replace=1, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4,
+                v_head_dim=4, rms_norm_eps=1e-6)
 
 FAMILIES = {
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM,
@@ -46,6 +56,12 @@ FAMILIES = {
     "olmoe": (transformers.OlmoeConfig, transformers.OlmoeForCausalLM,
               dict(num_experts=4, intermediate_size=12, num_experts_per_tok=2, pad_token_id=None,
                    bos_token_id=None, eos_token_id=None)),
+    "deepseek_v2": (transformers.DeepseekV2Config, transformers.DeepseekV2ForCausalLM,
+                    dict(DEEPSEEK, q_lora_rank=None, topk_method="greedy", n_group=1,
+                         topk_group=1)),
+    "deepseek_v3": (transformers.DeepseekV3Config, transformers.DeepseekV3ForCausalLM,
+                    dict(DEEPSEEK, q_lora_rank=8, n_group=2, topk_group=1,
+                         routed_scaling_factor=2.5)),
 }
 
 
@@ -56,8 +72,10 @@ def shrink(published):
     layers, shared experts, gates) kept."""
     keys = dict(published)
     heads, kv = keys["num_attention_heads"], keys.get("num_key_value_heads") or keys["num_attention_heads"]
+    # Enough layers that some are MoE after DeepSeek's first dense ones.
+    layers = max(3, (keys.get("first_k_dense_replace") or 0) + 2)
     keys.update(hidden_size=32, num_attention_heads=4, num_key_value_heads=2 if kv < heads else 4,
-                num_hidden_layers=min(keys["num_hidden_layers"], 3), vocab_size=384)
+                num_hidden_layers=min(keys["num_hidden_layers"], layers), vocab_size=384)
     if keys.get("head_dim"):
         explicit = published["head_dim"] * heads != published["hidden_size"]
         keys["head_dim"] = 16 if explicit else 8
@@ -65,7 +83,12 @@ def shrink(published):
                        ("shared_expert_intermediate_size", 24)):
         if keys.get(key):
             keys[key] = width
-    for key in ("num_experts", "num_local_experts"):
+    # DeepSeek's latent attention: query and key heads of 8 + 4 dims, values of 6.
+    for key, width in (("q_lora_rank", 12), ("kv_lora_rank", 12), ("qk_nope_head_dim", 8),
+                       ("qk_rope_head_dim", 4), ("v_head_dim", 6)):
+        if keys.get(key):
+            keys[key] = width
+    for key in ("num_experts", "num_local_experts", "n_routed_experts"):
         if keys.get(key):
             keys[key] = min(keys[key], 2 * keys["num_experts_per_tok"])
     if keys.get("mlp_only_layers"):
@@ -112,6 +135,9 @@ def main():
             zero = ((zero_gate and "shared_expert_gate" in name) or
                     (zero_bias and name.endswith("proj.bias")))
             p.copy_(torch.zeros_like(p) if zero else torch.randn_like(p) * 0.3)
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(torch.randn_like(b) * 0.3)
     model = model.to(dtype)
     if fused:
         model.config.architectures = [model_cls.__name__]
