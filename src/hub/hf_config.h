@@ -1,8 +1,9 @@
 // A Hugging Face config.json as a moelab Config and back, for any family of
 // hub_families(). The keys every family shares map one to one onto
-// [model] keys (kSharedKeys in hf_config.cpp); a family's row says the rest
-// (expert count and width keys, gate, shared expert, dense layers, windows).
-// Keys that change the computation in a way moelab has not are refused by name.
+// [model] keys (kIntegerKeys, kRealKeys in hf_config.cpp); a family's row says
+// the rest (latent attention, expert count and width keys, gate, shared
+// experts, dense layers, routing, windows, the keys it fixes). Keys that
+// change the computation in a way moelab has not are refused by name.
 #pragma once
 
 #include <nlohmann/json.hpp>

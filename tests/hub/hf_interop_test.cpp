@@ -352,7 +352,8 @@ INSTANTIATE_TEST_SUITE_P(
         // shared expert, YaRN (mscale_all_dim apart from mscale), norm_topk_prob.
         ImportCase{"DeepSeekV3Structured", "deepseek_v3",
                    "config=" + kReference + "deepseek_v3_structured_config.json", "", "", true},
-        ImportCase{"DeepSeekV3ShardedBf16", "deepseek_v3", "shard=1 dtype=bf16"}),
+        ImportCase{"DeepSeekV3ShardedBf16", "deepseek_v3", "shard=1 dtype=bf16"},
+        ImportCase{"DeepSeekV3Fused", "deepseek_v3", "fused=1"}),
     [](const ::testing::TestParamInfo<ImportCase>& info) { return info.param.name; });
 
 // The published checkpoints' structures (../shared/data/configs): every family
