@@ -37,8 +37,14 @@ std::string newest_checkpoint(const std::string& run_dir) {
 
 // Every MoE run's newest checkpoint, each report under
 // <out>/<variant>/seed<seed>, and their summary over seeds in <out>.
-Json analyze_study_routing(const RoutingAnalysisOptions& opts) {
+Json analyze_study_routing(const RoutingAnalysisOptions& opts,
+                           const std::vector<std::string>& group_args) {
   const StudyPlan plan = read_study_manifest(opts.checkpoint);
+  // Checked before any run is analysed.
+  std::vector<std::string> set_names;
+  for (const std::string& set : opts.sets) set_names.push_back(set.substr(0, set.find('=')));
+  std::vector<SetGroup> groups;
+  for (const std::string& arg : group_args) groups.push_back(parse_set_group(arg, set_names));
   std::vector<RunRouting> runs;
   for (const PlannedVariant& variant : plan.variants) {
     if (!variant.moe) continue;
@@ -53,7 +59,7 @@ Json analyze_study_routing(const RoutingAnalysisOptions& opts) {
   if (runs.empty()) {
     throw InputError("analyze routing: the study " + opts.checkpoint + " has no MoE variant");
   }
-  const Json summary = summarize_routing(runs);
+  const Json summary = summarize_routing(runs, groups);
   if (MpiSession::rank() == 0) write_routing_summary(summary, opts.out_dir);
   return summary;
 }
@@ -68,6 +74,17 @@ void print_jsd(const std::string& what, const Json& pairs) {
       std::cout << pair["jsd"].get<double>();
     }
     std::cout << "\n";
+  }
+}
+
+void print_groups(const std::string& variant, const Json& groups) {
+  for (const Json& g : groups) {
+    std::string sets;
+    for (const Json& set : g["sets"]) sets += (sets.empty() ? "" : ", ") + set.get<std::string>();
+    std::cout << variant << ": " << g["group"].get<std::string>() << " (" << sets
+              << "): JSD within " << format_mean_std(mean_std_from_json(g["within"]), 4)
+              << ", to the other sets " << format_mean_std(mean_std_from_json(g["outside"]), 4)
+              << ", gap " << format_mean_std(mean_std_from_json(g["gap"]), 4) << "\n";
   }
 }
 
@@ -109,15 +126,25 @@ void add_routing_command(CLI::App& analyze) {
       ->capture_default_str();
   cmd->add_option("--top", opts->top, "top experts listed per layer and set")
       ->capture_default_str();
+  auto groups = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--group", *groups,
+                  "NAME=SET,SET,...: with a study, whether these sets share experts more with "
+                  "each other than with the other sets, over the seeds (repeatable)");
   auto plots = std::make_shared<bool>(true);
   cmd->add_flag("!--no-plots", *plots, "write the tables only");
-  cmd->callback([opts, plots] {
+  cmd->callback([opts, groups, plots] {
     if (is_study_folder(opts->checkpoint)) {
-      const Json summary = analyze_study_routing(*opts);
+      const Json summary = analyze_study_routing(*opts, *groups);
       if (MpiSession::rank() != 0) return;
-      for (const Json& v : summary["variants"])
+      for (const Json& v : summary["variants"]) {
         print_jsd(v["variant"].get<std::string>() + ": ", v["mean_jsd"]);
+        print_groups(v["variant"].get<std::string>(), v["groups"]);
+      }
     } else {
+      if (!groups->empty()) {
+        throw InputError("--group compares sets over a study's seeds: give a study folder, not " +
+                         opts->checkpoint);
+      }
       const Json report = analyze_routing(*opts);
       if (MpiSession::rank() != 0) return;
       print_jsd("", report["mean_jsd"]);

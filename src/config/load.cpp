@@ -455,6 +455,31 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   return best;
 }
 
+namespace {
+
+// The list `list` replaced by the inline tables of the TOML array that
+// `assignment` ("data.sources=[{...}, ...]", a TOML line, so positions in
+// messages are its own) sets; the replaced entries go with their values and
+// origins.
+void replace_table_list(Config& cfg, TableList& list, const std::string& assignment,
+                        const std::string& at) {
+  toml::table parsed;
+  try {
+    parsed = toml::parse(assignment);
+  } catch (const toml::parse_error& e) {
+    throw InputError(at + ": expected a TOML array of inline tables [{...}, ...] (" +
+                     std::string(e.description()) + ")");
+  }
+  const std::string prefix = list.key + "[";
+  for (auto it = cfg.origin.begin(); it != cfg.origin.end();) {
+    it = it->first.compare(0, prefix.size(), prefix) == 0 ? cfg.origin.erase(it) : std::next(it);
+  }
+  list.resize(0);
+  read_table_list(cfg, list, *parsed.at_path(list.key).node(), at);
+}
+
+}  // namespace
+
 void apply_override(Config& cfg, const std::string& assignment) {
   const std::string at = "--set " + assignment;
   auto eq = assignment.find('=');
@@ -463,10 +488,18 @@ void apply_override(Config& cfg, const std::string& assignment) {
   }
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
+  auto lists = table_lists(cfg);
+  // A whole list ("data.sources=[{dir=\"a\"}, {dir=\"b\", weight=2}]"): a
+  // study's child stage can train on another mixture than its parent.
+  if (TableList* list = find_list(lists, key)) {
+    replace_table_list(cfg, *list, assignment, at);
+    cfg.origin[key] = at;
+    return;
+  }
   auto fields = schema(cfg);
   // The keys of the entries the config has ("data.sources[1].weight"): a study
   // variant can change a mixture weight.
-  for (auto& list : table_lists(cfg)) {
+  for (auto& list : lists) {
     for (size_t i = 0; i < list.size(); ++i) {
       for (auto& entry_field : list.entry(i)) fields.push_back(entry_field);
     }

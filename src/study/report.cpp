@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "study/axis_report.h"
+#include "study/final_values_report.h"
 #include "study/rate_report.h"
 #include "study/stage_report.h"
 #include "study/support_files.h"
-#include "study/task_report.h"
 #include "study/train_command.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -109,7 +109,7 @@ json summary_json(const StudyReport& report) {
                          {"best_val_loss", mean_std_json(p.best_gap)},
                          {"final_val_loss", mean_std_json(p.final_gap)}});
   }
-  j.update(task_summary_json(report));
+  j.update(final_values_json(report));
   j.update(stage_summary_json(report));
   j["excluded_runs"] = json::array();
   for (const auto& r : report.runs) {
@@ -252,6 +252,7 @@ std::string summary_markdown(const StudyReport& report) {
     }
   }
   md += stage_summary_markdown(report);
+  md += set_summary_markdown(report);
   md += task_summary_markdown(report);
   md += axis_summary_markdown(report, report.axis_order);
   md += rate_summary_markdown(report);

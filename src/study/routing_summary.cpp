@@ -56,7 +56,7 @@ void check_same_shape(const std::string& variant, const std::vector<const Json*>
 }
 
 Json summarize_variant(const std::string& variant, const std::vector<const Json*>& reports,
-                       const std::vector<int64_t>& seeds) {
+                       const std::vector<int64_t>& seeds, const std::vector<SetGroup>& groups) {
   check_same_shape(variant, reports, seeds);
   Json layers = Json::array();
   const Json& first = *reports.front();
@@ -78,7 +78,8 @@ Json summarize_variant(const std::string& variant, const std::vector<const Json*
           {"seeds", seeds},
           {"layers", layers},
           {"mean_jsd",
-           pairs_over_runs(reports, [](const Json& r) -> const Json& { return r["mean_jsd"]; })}};
+           pairs_over_runs(reports, [](const Json& r) -> const Json& { return r["mean_jsd"]; })},
+          {"groups", group_contrasts(reports, groups)}};
 }
 
 std::string csv_mean_std(const Json& m) {
@@ -95,9 +96,25 @@ std::string jsd_rows(const std::string& variant, const std::string& layer, const
   return rows;
 }
 
+std::string group_rows(const std::string& variant, const Json& groups) {
+  std::string rows;
+  for (const Json& g : groups) {
+    std::string sets;
+    for (const Json& set : g["sets"]) sets += (sets.empty() ? "" : " ") + set.get<std::string>();
+    const auto mean_std_only = [](const Json& m) {
+      const std::string n_mean_std = csv_mean_std(m);
+      return n_mean_std.substr(n_mean_std.find(',') + 1);
+    };
+    rows += fmt::format("{},{},{},{},{},{},{}\n", variant, g["group"].get<std::string>(), sets,
+                        g["gap"]["n"].get<int64_t>(), mean_std_only(g["within"]),
+                        mean_std_only(g["outside"]), mean_std_only(g["gap"]));
+  }
+  return rows;
+}
+
 }  // namespace
 
-Json summarize_routing(const std::vector<RunRouting>& runs) {
+Json summarize_routing(const std::vector<RunRouting>& runs, const std::vector<SetGroup>& groups) {
   std::vector<std::string> order;
   for (const RunRouting& run : runs) {
     if (std::find(order.begin(), order.end(), run.variant) == order.end()) {
@@ -114,7 +131,7 @@ Json summarize_routing(const std::vector<RunRouting>& runs) {
       reports.push_back(&run.report);
       seeds.push_back(run.seed);
     }
-    summary["variants"].push_back(summarize_variant(variant, reports, seeds));
+    summary["variants"].push_back(summarize_variant(variant, reports, seeds, groups));
   }
   return summary;
 }
@@ -122,6 +139,9 @@ Json summarize_routing(const std::vector<RunRouting>& runs) {
 void write_routing_summary(const Json& summary, const std::string& dir) {
   std::string sets = "variant,layer,set,n,entropy_mean,entropy_std\n";
   std::string jsd = "variant,layer,set_a,set_b,n,jsd_mean,jsd_std\n";
+  std::string groups =
+      "variant,group,sets,n,within_mean,within_std,outside_mean,outside_std,gap_mean,gap_std\n";
+  bool any_group = false;
   for (const Json& v : summary["variants"]) {
     const std::string variant = v["variant"];
     for (const Json& layer : v["layers"]) {
@@ -132,11 +152,14 @@ void write_routing_summary(const Json& summary, const std::string& dir) {
       jsd += jsd_rows(variant, l, layer["jsd"]);
     }
     jsd += jsd_rows(variant, "mean", v["mean_jsd"]);
+    groups += group_rows(variant, v["groups"]);
+    any_group |= !v["groups"].empty();
   }
   std::filesystem::create_directories(dir);
   write_file_atomically(dir + "/routing_summary.json", summary.dump(1) + "\n");
   write_file_atomically(dir + "/routing_summary_sets.csv", sets);
   write_file_atomically(dir + "/routing_summary_jsd.csv", jsd);
+  if (any_group) write_file_atomically(dir + "/routing_summary_groups.csv", groups);
 }
 
 }  // namespace moelab

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "study/routing_groups.h"
+
 namespace moelab {
 
 struct RunRouting {
@@ -20,15 +22,18 @@ struct RunRouting {
 };
 
 // {"sets", "variants": [{"variant", "seeds", "layers": [{"layer", "entropy":
-// {set: mean_std}, "jsd": [{"sets": [a, b], "jsd": mean_std}]}], "mean_jsd"}]}
-// with variants in the order of `runs`. InputError when two runs of a variant
-// report different sets or layers.
-nlohmann::json summarize_routing(const std::vector<RunRouting>& runs);
+// {set: mean_std}, "jsd": [{"sets": [a, b], "jsd": mean_std}]}], "mean_jsd",
+// "groups" (study/routing_groups.h)}]} with variants in the order of `runs`.
+// InputError when two runs of a variant report different sets or layers.
+nlohmann::json summarize_routing(const std::vector<RunRouting>& runs,
+                                 const std::vector<SetGroup>& groups = {});
 
 // Writes routing_summary.json, routing_summary_sets.csv
 // (variant,layer,set,n,entropy_mean,entropy_std) and routing_summary_jsd.csv
 // (variant,layer,set_a,set_b,n,jsd_mean,jsd_std; layer "mean" for the mean
-// over layers) into `dir`, atomically.
+// over layers) and, with groups, routing_summary_groups.csv
+// (variant,group,sets,n,within_mean,within_std,outside_mean,outside_std,
+// gap_mean,gap_std) into `dir`, atomically.
 void write_routing_summary(const nlohmann::json& summary, const std::string& dir);
 
 }  // namespace moelab

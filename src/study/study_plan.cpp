@@ -249,6 +249,7 @@ StudyPlan plan_study(const StudySpec& spec) {
     plan.variants.push_back(pv);
     for (int64_t seed : spec.seeds) plan.runs.push_back(plan_run(spec, v, pv, cfg, seed));
   }
+  for (const auto& [a, b] : spec.compare) plan.pairs.push_back({a, b});
   plan.hash = hash_runs(plan);
   return plan;
 }

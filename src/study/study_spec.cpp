@@ -354,6 +354,37 @@ std::vector<VariantSpec> read_variants(const toml::table& root, const std::vecto
   return variants;
 }
 
+// [study] compare: pairs of two different variants the study defines.
+std::vector<std::pair<std::string, std::string>> read_compare(
+    const toml::node& node, const std::vector<VariantSpec>& variants, const std::string& file) {
+  std::vector<std::string> names;
+  for (const auto& v : variants) names.push_back(v.name);
+  const toml::array* pairs = node.as_array();
+  if (!pairs) throw InputError(where(node, file) + ": study.compare must be a list of pairs");
+  std::vector<std::pair<std::string, std::string>> compare;
+  for (const toml::node& pair_node : *pairs) {
+    const toml::array* pair = pair_node.as_array();
+    if (!pair || pair->size() != 2 || !(*pair)[0].is_string() || !(*pair)[1].is_string()) {
+      throw InputError(where(pair_node, file) +
+                       ": study.compare: expected a pair of variant names [\"a\", \"b\"]");
+    }
+    const std::string a = *(*pair)[0].value<std::string>(), b = *(*pair)[1].value<std::string>();
+    for (const std::string& name : {a, b}) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      const std::string guess = did_you_mean(name, names);
+      throw InputError(where(pair_node, file) + ": study.compare names variant '" + name +
+                       "', which the study does not define" +
+                       (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    }
+    if (a == b) {
+      throw InputError(where(pair_node, file) + ": study.compare: '" + a +
+                       "' compared with itself");
+    }
+    compare.emplace_back(a, b);
+  }
+  return compare;
+}
+
 SlurmSpec read_slurm(const toml::node& node, const std::string& file) {
   const toml::table& t = as_table(node, "[slurm]", file);
   check_keys(t,
@@ -400,7 +431,7 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
   const toml::table& study = as_table(*study_node, "[study]", path);
   check_keys(study,
              {"name", "base", "seeds", "out_root", "ranks", "threads", "parallel_runs",
-              "runs_per_gpu", "set"},
+              "runs_per_gpu", "set", "compare"},
              "[study]", path);
 
   StudySpec spec;
@@ -421,6 +452,9 @@ StudySpec parse_study(const std::string& text, const std::string& path) {
   if (const toml::node* s = study.get("set")) spec.set = read_overrides(*s, "study.set", path);
   spec.axes = read_axes(root, path);
   spec.variants = read_variants(root, spec.axes, path);
+  if (const toml::node* c = study.get("compare")) {
+    spec.compare = read_compare(*c, spec.variants, path);
+  }
   if (const toml::node* s = root.get("slurm")) spec.slurm = read_slurm(*s, path);
   return spec;
 }

@@ -106,6 +106,9 @@ struct StudySpec {
   std::vector<StudyOverride> set;
   std::vector<AxisSpec> axes;
   std::vector<VariantSpec> variants;  // the grid points first, then the [[variant]]s
+  // [study] compare = [["a", "b"], ...]: pairs the report gives per-seed gaps
+  // for (a - b), after those of the matched variants.
+  std::vector<std::pair<std::string, std::string>> compare;
   SlurmSpec slurm;
 };
 

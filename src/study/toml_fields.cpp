@@ -94,16 +94,25 @@ std::string toml_literal(const toml::node& n, const std::string& key, const std:
     if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
   } else if (auto* b = n.as_boolean()) {
     os << (b->get() ? "true" : "false");
-  } else if (auto* arr = n.as_array()) {  // e.g. moe.expert_widths = [512, 256]
+  } else if (auto* arr = n.as_array()) {  // moe.expert_widths = [512, 256]; data.sources = [{...}]
     os << '[';
     for (size_t i = 0; i < arr->size(); ++i) {
-      if ((*arr)[i].is_array() || (*arr)[i].is_table()) {
+      if ((*arr)[i].is_array()) {
         throw InputError(where((*arr)[i], file) + ": '" + key +
-                         "': expected a list of plain values");
+                         "': expected a list of plain values or of inline tables");
       }
       os << (i ? ", " : "") << toml_literal((*arr)[i], key, file);
     }
     os << ']';
+  } else if (auto* table = n.as_table()) {  // an entry of a list such as data.sources
+    os << '{';
+    const char* separator = " ";
+    for (auto&& [k, v] : *table) {
+      os << separator << toml_literal(toml::value<std::string>(std::string(k.str())), key, file)
+         << " = " << toml_literal(v, key, file);
+      separator = ", ";
+    }
+    os << " }";
   } else {
     throw InputError(where(n, file) + ": '" + key +
                      "': expected a string, number, boolean or list config value");

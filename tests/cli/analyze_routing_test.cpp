@@ -232,7 +232,9 @@ TEST_F(AnalyzeRouting, BadSetExitsTwoNamingIt) {
       {"--set main=", "--set 'main=': expected NAME=DATASET"},
       {"--set main=" + kRoot.string() + "/nowhere", "--set main=" + kRoot.string() + "/nowhere: "},
       {"--set a=" + kRoot.string() + "/main --set a=" + kRoot.string() + "/other",
-       "the name a is given twice"}};
+       "the name a is given twice"},
+      {"--set main=" + kRoot.string() + "/main --group g=main,other",
+       "--group compares sets over a study's seeds: give a study folder"}};
   for (const auto& [sets, message] : cases) {
     const MoelabResult r =
         moelab("analyze routing " + checkpoint + " " + sets + " --out " + kRoot.string() + "/bad");

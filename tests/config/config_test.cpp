@@ -64,6 +64,33 @@ TEST(Config, MixtureAndValidationSetsReadRoundTripAndResolve) {
             std::string::npos);
 }
 
+// A whole list can be overridden (a study's child stage adds a language to its
+// parent's mixture): the new entries only, each key checked, nothing kept from
+// the entries it replaces.
+TEST(Config, AListOverrideReplacesEveryEntry) {
+  const std::string mix =
+      "[[data.sources]]\nname = \"web\"\ndir = \"corpora/web\"\nweight = 3\n"
+      "[[data.sources]]\ndir = \"corpora/py\"\nmax_unique_tokens = 1000\n";
+  const Config cfg =
+      parse_config(mix, "mix.toml",
+                   {"data.sources=[{dir = \"corpora/ru\"}, {name = \"web\", dir = \"corpora/web\", "
+                    "weight = 2}, {dir = \"corpora/zh\"}]"});
+  ASSERT_EQ(cfg.data.sources.size(), 3u);
+  EXPECT_EQ(cfg.data.sources[0].dir, "corpora/ru");
+  EXPECT_DOUBLE_EQ(cfg.data.sources[0].weight, 1.0);    // not the replaced entry's 3
+  EXPECT_EQ(cfg.data.sources[1].max_unique_tokens, 0);  // nor its 1000
+  EXPECT_EQ(cfg.origin.count("data.sources[1].max_unique_tokens"), 0u);
+  EXPECT_EQ(training_sources(cfg)[0].name, "ru");
+  EXPECT_DOUBLE_EQ(cfg.data.sources[1].weight, 2.0);
+  EXPECT_EQ(error_of(mix, {"data.sources=[{dir = \"a\", weigth = 2}]"}),
+            "--set data.sources=[{dir = \"a\", weigth = 2}]:1:27: unknown key "
+            "'data.sources[0].weigth'; did you mean 'data.sources[0].weight'?");
+  EXPECT_NE(error_of(mix, {"data.sources=[1, 2]"}).find("expected one or more [[data.sources]]"),
+            std::string::npos);
+  EXPECT_NE(error_of(mix, {"data.sources=[{dir"}).find("expected a TOML array of inline tables"),
+            std::string::npos);
+}
+
 // Without sources or sets: data.dir is a mixture of one and data.val_split the
 // one validation set; the dump still lists the keys of both tables.
 TEST(Config, DefaultsAreDataDirAloneAndListTheTableKeys) {

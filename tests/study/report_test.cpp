@@ -159,6 +159,41 @@ TEST_F(ReportTest, DownstreamTasksGetATableGapsAndCurves) {
   EXPECT_EQ(summary["task_gaps"]["dense_active - moe"]["blimp/acc"]["n"], 2);
 }
 
+// Named validation sets (a multilingual study's languages): each variant's
+// final loss per set as mean ± std over finished seeds, and each pair's
+// per-seed gap per set against its spread.
+TEST_F(ReportTest, NamedValidationSetsGetAFinalLossTableAndGapsPerSet) {
+  auto val_csv = [&](const std::string& run, const std::string& en, const std::string& ru) {
+    write_file(dir / (run + "/val.csv"),
+               "step,tokens,val_loss,best_val_loss,val_loss/en,val_loss/ru\n"
+               "5,640,3.5,3.5,3.5,9\n10,1280,3,3," +
+                   en + "," + ru + "\n");
+  };
+  val_csv("moe/seed0", "3", "5");
+  val_csv("moe/seed1", "3.2", "5.5");
+  val_csv("dense_active/seed0", "3.1", "6");
+  val_csv("dense_active/seed1", "3.2", "6.1");
+  val_csv("dense_active/seed2", "3.3", "6.2");
+  const StudyReport report = build_report(plan);
+  const std::string md = summary_markdown(report);
+  EXPECT_NE(
+      md.find("## Validation sets (final loss, mean ± std over seeds)\n\n| variant | en | ru |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| moe | 3.1000 ± 0.1414 | 5.2500 ± 0.3536 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| dense_active | 3.2000 ± 0.1000 | 6.1000 ± 0.1000 |"), std::string::npos)
+      << md;
+  // Seeds 0 and 1: en gaps 0.1 and 0 (within the spread), ru 1 and 0.6 (beyond).
+  EXPECT_NE(md.find("| dense_active - moe | en | 2 | 0.0500 ± 0.0707 | no |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| dense_active - moe | ru | 2 | 0.8000 ± 0.2828 | yes |"), std::string::npos)
+      << md;
+  write_report_tables(report, dir.str());
+  const auto summary = nlohmann::json::parse(read_file(dir / "summary.json"));
+  EXPECT_NEAR(summary["sets"]["moe"]["ru"]["mean"].get<double>(), 5.25, 1e-12);
+  EXPECT_NEAR(summary["set_gaps"]["dense_active - moe"]["ru"]["mean"].get<double>(), 0.8, 1e-12);
+}
+
 TEST_F(ReportTest, BrokenRunFilesAreExcludedWithTheReason) {
   write_file(dir / "moe/seed1/DONE", "not json");
   write_file(dir / "dense_active/seed2/val.csv", "step,loss\n");

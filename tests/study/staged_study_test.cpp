@@ -172,6 +172,28 @@ TEST_F(StagedPlanTest, ARunStartsFromItsParentsCheckpointOrItsConvertedStart) {
   }
 }
 
+// A child trains on a mixture of its own: its `set` replaces the parent's list
+// of sources (study B of results/fortunes-multilingual adds a language).
+TEST_F(StagedPlanTest, AChildsSetCanReplaceItsParentsMixture) {
+  const std::string data = dir / "data";
+  const StudyPlan p = plan_of(
+      "[[variant]]\nname = \"dense\"\nset = { \"train.max_steps\" = 10 }\n"
+      "[[variant]]\nname = \"expanded\"\nfrom = { variant = \"dense\" }\n"
+      "set = { \"data.dir\" = \"\", \"data.sources\" = [{ name = \"old\", dir = \"" +
+      data + "\", weight = 3 }, { name = \"new\", dir = \"" + data + "\" }] }\n");
+  for (const auto& run : p.runs) {
+    if (run.variant == "dense") {
+      EXPECT_TRUE(run.cfg.data.sources.empty());
+      continue;
+    }
+    ASSERT_EQ(run.cfg.data.sources.size(), 2u);
+    EXPECT_EQ(run.cfg.data.sources[0].name, "old");
+    EXPECT_DOUBLE_EQ(run.cfg.data.sources[0].weight, 3.0);
+    EXPECT_EQ(run.cfg.data.sources[1].name, "new");
+    EXPECT_EQ(run.cfg.data.sources[1].dir, data);
+  }
+}
+
 TEST_F(StagedPlanTest, AStepThatTheParentWillNotKeepIsRefused) {
   const std::string child = "[[variant]]\nname = \"dense\"\n\n[[variant]]\nname = \"c\"\n";
   const std::string beyond = plan_error(child + "from = { variant = \"dense\", step = 11 }\n");

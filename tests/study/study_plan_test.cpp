@@ -65,6 +65,21 @@ TEST_F(StudyPlanTest, MatchedVariantsUseMatchDense) {
   EXPECT_EQ(p.pairs[1].label(), "dense_total - moe");
 }
 
+// study.compare adds pairs of any two variants (a stage's two children) after
+// the matched ones; the runs and so the hash stay the same.
+TEST_F(StudyPlanTest, ComparedPairsFollowTheMatchedOnes) {
+  const std::string hash = plan().hash;
+  write_file(dir / "study.toml",
+             testing::tiny_study(dir / "out", "[0, 1]",
+                                 "compare = [[\"moe\", \"dense_total\"], [\"dense_active\", "
+                                 "\"dense_total\"]]\n"));
+  const StudyPlan p = plan();
+  ASSERT_EQ(p.pairs.size(), 4u);
+  EXPECT_EQ(p.pairs[2].label(), "moe - dense_total");
+  EXPECT_EQ(p.pairs[3].label(), "dense_active - dense_total");
+  EXPECT_EQ(p.hash, hash);
+}
+
 TEST_F(StudyPlanTest, MatchedDenseUnderExpertParallelismIsDataParallel) {
   std::string text = testing::tiny_study(dir / "out", "[0]", "ranks = 2\n");
   text.replace(text.find("\"moe.d_expert\" = 32"), 19,

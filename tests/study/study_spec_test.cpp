@@ -112,6 +112,25 @@ TEST(StudySpec, MatchPointingAtMissingVariant) {
   EXPECT_NE(msg.find("did you mean 'moe'"), std::string::npos) << msg;
 }
 
+TEST(StudySpec, ComparedPairsNameTwoVariantsTheStudyDefines) {
+  const auto compare_error = [](const std::string& compare) {
+    return error_of(tiny_study("/o", "[0]", "compare = " + compare + "\n"));
+  };
+  const std::string unknown = compare_error("[[\"moe\", \"dense_totl\"]]");
+  EXPECT_NE(unknown.find("/studies/s.toml:6:12: study.compare names variant 'dense_totl', which "
+                         "the study does not define; did you mean 'dense_total'?"),
+            std::string::npos)
+      << unknown;
+  EXPECT_NE(compare_error("[[\"moe\", \"moe\"]]").find("'moe' compared with itself"),
+            std::string::npos);
+  for (const char* bad : {"[[\"moe\"]]", "[[\"moe\", 1]]", "[\"moe\", \"dense_total\"]"}) {
+    EXPECT_NE(compare_error(bad).find("expected a pair of variant names"), std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(compare_error("\"moe\"").find("study.compare must be a list of pairs"),
+            std::string::npos);
+}
+
 TEST(StudySpec, MissingRequiredFieldsAndDuplicateVariants) {
   EXPECT_NE(error_of("[study]\nname = \"x\"\n").find("study.base is missing"), std::string::npos);
   EXPECT_NE(error_of("[study]\nname = \"x\"\nbase = \"b\"\nseeds = [0]\nout_root = \"/o\"\n")
