@@ -10,6 +10,7 @@
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
+#include "config/warnings.h"
 #include "metrics/mfu.h"
 #include "metrics/run_log.h"
 #include "metrics/step_phases.h"
@@ -188,6 +189,9 @@ void Trainer::open_logs(const nlohmann::json& places) {
         "avx512_bf16 flag): measured {:.1f} GFLOP/s in bf16 against {:.1f} in fp32, {:.0f}x "
         "slower; \"auto\" trains in fp32 here",
         peak_flops_ / 1e9, fp32 / 1e9, fp32 / peak_flops_);
+  }
+  if (MpiSession::rank() == 0) {
+    for (const std::string& warning : config_warnings(cfg_)) spdlog::warn("{}", warning);
   }
 }
 

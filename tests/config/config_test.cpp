@@ -6,6 +6,7 @@
 #include "config/data_sets.h"
 #include "config/load.h"
 #include "config/schema.h"
+#include "config/warnings.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -89,6 +90,23 @@ TEST(Config, AListOverrideReplacesEveryEntry) {
             std::string::npos);
   EXPECT_NE(error_of(mix, {"data.sources=[{dir"}).find("expected a TOML array of inline tables"),
             std::string::npos);
+}
+
+// Top-1 routing with gates normalised over the chosen expert gives every
+// gate 1: the router never sees the language-model loss. Valid (an upcycled
+// top-1 model keeps its dense function so), so a warning, not a refusal.
+TEST(ConfigWarnings, TopOneWithNormalisedGatesIsWarnedOf) {
+  const auto warnings_of = [](const std::vector<std::string>& overrides) {
+    return config_warnings(
+        parse_config("[moe]\nenabled = true\nnum_experts = 4\n", "w.toml", overrides));
+  };
+  const auto top1 = warnings_of({"moe.top_k=1"});
+  ASSERT_EQ(top1.size(), 1u);
+  EXPECT_NE(top1[0].find("moe.top_k = 1 with moe.gate = \"topk_softmax\": every gate is 1"),
+            std::string::npos)
+      << top1[0];
+  EXPECT_TRUE(warnings_of({"moe.top_k=1", "moe.gate=full_softmax"}).empty());
+  EXPECT_TRUE(warnings_of({"moe.top_k=2"}).empty());
 }
 
 // Without sources or sets: data.dir is a mixture of one and data.val_split the
