@@ -1,5 +1,5 @@
 // `moelab export CKPT --format hf --out DIR` and `moelab import HF_DIR --out DIR`:
-// Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE folders
+// Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE and DeepSeek-V2/V3 folders
 // (src/hub/hub.h).
 #include <memory>
 #include <string>
@@ -17,8 +17,8 @@ void add_export_command(CLI::App& root) {
   auto o = std::make_shared<Options>();
   auto* cmd = root.add_subcommand(
       "export",
-      "Write a checkpoint as a Hugging Face model (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE or OLMoE, "
-      "whichever expresses it) with the dataset's tokenizer");
+      "Write a checkpoint as a Hugging Face model (Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, "
+      "DeepSeek-V2 or DeepSeek-V3, whichever expresses it) with the dataset's tokenizer");
   cmd->add_option("checkpoint", o->checkpoint, "checkpoint folder")->required();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"hf"}));
   cmd->add_option("--out", o->out, "output folder (config.json, model.safetensors, tokenizer)")
@@ -35,7 +35,8 @@ void add_import_command(CLI::App& root) {
   auto o = std::make_shared<Options>();
   auto* cmd = root.add_subcommand(
       "import",
-      "Read a Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE or OLMoE folder as a checkpoint");
+      "Read a Hugging Face Llama, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-V2 or DeepSeek-V3 "
+      "folder as a checkpoint");
   cmd->add_option("hf_dir", o->hf_dir, "folder with config.json and model.safetensors")->required();
   cmd->add_option("--out", o->out, "output folder (config.toml and the weights)")->required();
   cmd->callback([o] {

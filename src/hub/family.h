@@ -63,8 +63,7 @@ struct HubFamily {
   std::string name;          // for messages: "Qwen3-MoE"
 
   // Attention.
-  bool latent_attention =
-      false;  // DeepSeek's multi-head latent attention (model.attention = "mla")
+  bool latent_attention = false;    // DeepSeek's MLA (model.attention = "mla")
   bool heads_tile_d_model = false;  // its config class refuses heads that do not (DeepSeek-V2)
   QkNorm qk_norm = QkNorm::kNone;   // none, per head (Qwen3) or over the projection (OLMoE)
   bool qkv_bias = false;            // q/k/v biases in every checkpoint (Qwen2)
