@@ -146,11 +146,16 @@ TEST_F(TwoRankJob, ABackgroundWriteThatFailsEndsTheRun) {
   const pid_t job = spawn(train("refused", sets, "", "--hook-slow-checkpoint=1:3"));
   const fs::path file =
       root_ / "refused" / "checkpoints" / "step_00000004.tmp" / ".rank_00001.h5.tmp";
+  // The file is created, laid out and closed before the held write reopens
+  // it; replaced earlier, its creation fails instead (a loaded machine
+  // widens that window). HDF5 writes its metadata when it closes the file.
   const auto start = Clock::now();
-  while (!fs::exists(file)) {
+  std::error_code size_error;
+  while (!fs::exists(file) || fs::file_size(file, size_error) == 0) {
     ASSERT_LT(Clock::now() - start, std::chrono::seconds(120)) << log("refused");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   fs::remove(file);
   fs::create_symlink("/dev/full", file);
   double seconds = 0;
