@@ -13,7 +13,9 @@
 // bench_model --batch 128          128 sequences per step instead of 16
 // bench_model --d-model 128 --vocab 1024 --seq 128    configs/moe-small.toml's model
 // bench_model --profile 25         also the 25 operators with the most self time per step
+// bench_model --set model.attention=mla --set model.kv_lora_rank=64 ...   any config key
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "comm/local_communicator.h"
+#include "config/load.h"
+#include "config/param_count.h"
 #include "metrics/mfu.h"
 #include "model/phase_timer.h"
 #include "model/precision.h"
@@ -33,7 +37,9 @@
 #include "train/expert_gemm_choice.h"
 #include "train/optimizer.h"
 #include "util/allocator.h"
+#include "util/error.h"
 #include "util/memory.h"
+#include "util/peak_memory.h"
 #include "util/stopwatch.h"
 
 namespace moelab {
@@ -55,7 +61,7 @@ struct Dims {
 };
 
 Config bench_config(const Shape& shape, const Dims& dims, const std::string& precision,
-                    ExpertGemm expert_gemm) {
+                    ExpertGemm expert_gemm, const std::vector<std::string>& overrides) {
   Config cfg;
   cfg.model.d_model = dims.d_model;
   cfg.model.n_layers = dims.layers;
@@ -72,6 +78,8 @@ Config bench_config(const Shape& shape, const Dims& dims, const std::string& pre
   }
   cfg.train.precision = *parse_choice<Precision>(precision);
   cfg.train.expert_gemm = expert_gemm;
+  for (const auto& assignment : overrides) apply_override(cfg, assignment);
+  validate(cfg, 1);
   return cfg;
 }
 
@@ -134,6 +142,8 @@ void choose_path(const Config& cfg, TransformerImpl& model, int64_t tokens,
 void bench(const Config& cfg, const std::string& precision, int steps, int64_t batch,
            const torch::Device& device, double peak, int profile_top) {
   const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
+  PeakMemory peak_memory(device);  // the device's allocator on CUDA, the resident set on a CPU
+  peak_memory.reset();
   Transformer model(model_settings(cfg));
   model->to(device);
   choose_path(cfg, *model, tokens, device);
@@ -192,9 +202,11 @@ void bench(const Config& cfg, const std::string& precision, int steps, int64_t b
   const std::string label = precision == ran ? precision : precision + ":" + ran;
   const Shape shape{cfg.moe.enabled ? cfg.moe.num_experts : 0, cfg.moe.top_k,
                     cfg.moe.enabled ? cfg.moe.d_expert : cfg.model.d_ff};
-  fmt::print("{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step)\n",
-             shape_name(shape), label, tokens / step_s, step_s, 100 * flops / step_s / peak,
-             flops / 1e9);
+  fmt::print(
+      "{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step, {:.3f}M "
+      "params, peak {:.0f} MiB)\n",
+      shape_name(shape), label, tokens / step_s, step_s, 100 * flops / step_s / peak, flops / 1e9,
+      count_params(cfg).total / 1e6, peak_memory.peak_mib());
   std::string phases;
   for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
     const double s = PhaseTimer::seconds(static_cast<Phase>(p)) / steps;
@@ -219,6 +231,7 @@ int main(int argc, char** argv) {
   std::string expert_gemm = "auto";
   moelab::Shape one;
   moelab::Dims dims;
+  std::vector<std::string> overrides;
   app.add_option("--steps", steps, "timed steps (after two warm-up steps)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
@@ -243,6 +256,7 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_top,
                  "print the N operators with the most self time (the profiler slows the step)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--set", overrides, "a config key=value for every shape (repeatable)");
   CLI11_PARSE(app, argc, argv);
 
   const torch::Device device(device_name);
@@ -258,6 +272,7 @@ int main(int argc, char** argv) {
       TORCH_VERSION, device.str(), threads, peak_fp32 / 1e9, peak_bf16 / 1e9,
       moelab::choice_name(auto_choice.precision), auto_choice.reason, dims.d_model, dims.layers,
       dims.heads, dims.vocab, dims.seq, batch);
+  if (!overrides.empty()) fmt::print("config overrides: {}\n", fmt::join(overrides, " "));
   std::vector<moelab::Shape> shapes = {{0, 2, 1024}, {4, 2, 512}};
   if (*experts) shapes = {one};
   for (const auto& shape : shapes) {
@@ -265,10 +280,16 @@ int main(int argc, char** argv) {
       const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
       const bool bf16 =
           moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
-      const auto cfg = moelab::bench_config(shape, dims, precision,
-                                            *moelab::parse_choice<moelab::ExpertGemm>(expert_gemm));
-      moelab::bench(cfg, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
-                    profile_top);
+      try {
+        const auto cfg =
+            moelab::bench_config(shape, dims, precision,
+                                 *moelab::parse_choice<moelab::ExpertGemm>(expert_gemm), overrides);
+        moelab::bench(cfg, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
+                      profile_top);
+      } catch (const moelab::InputError& e) {
+        fmt::print(stderr, "bench_model: {}\n", e.what());
+        return 2;
+      }
     }
   }
   fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());

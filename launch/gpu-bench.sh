@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The GPU figures, after the GPU correctness checks, in one call (about 8 minutes
+# The GPU figures, after the GPU correctness checks, in one call (about 9 minutes
 # on one H200). Everything printed also goes to ${OUT:-.}/gpu-bench.log.
 #  1. launch/gpu-check.sh: build, NCCL tests, CPU-vs-CUDA curve, grouped GEMM.
 #  2. bench/peers.sh --device cuda at batch 16 and 128: moelab against the PyTorch
 #     peer, eager and compiled, on the same GPU and torch (dense ff1024, MoE 4x512
 #     top-2, fine-grained 64x64 top-8; fp32 and bf16).
-#  3. bench_model --profile: the operators with the most self time in a bf16 MoE step.
+#  3. bench_model --profile: the operators with the most self time in a bf16 MoE step;
+#     bench/attention.sh: latent attention against GQA and MHA of about the same
+#     parameters (tokens/s, the allocator's peak), bf16 at batch 128.
 #  4. The paper shapes (configs/tinystories-paper-base.toml: the MoE 4x640 top-2 and
 #     its dense active- and total-matched baselines) trained in bf16 at batch 128 on
 #     one GPU: tokens/s and MFU from their metrics.jsonl.
@@ -34,6 +36,9 @@ done
 echo "== operators of a bf16 MoE step (4x512 top-2, batch 128)"
 "$MOELAB_BUILD_DIR/bin/bench_model" --device cuda --batch 128 --precision bf16 --experts 4 \
   --top-k 2 --ffn 512 --steps 5 --threads 1 --profile 15
+
+echo "== latent attention against GQA and MHA (MoE 4x512 top-2, batch 128)"
+bench/attention.sh 10 1 --device cuda --batch 128
 
 work=$(mktemp -d)
 vocab=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$data/prep.json")
