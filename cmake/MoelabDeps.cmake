@@ -55,6 +55,18 @@ target_compile_definitions(moelab_deps INTERFACE ${HDF5_C_DEFINITIONS} OMPI_SKIP
 # Torch's own flags (e.g. the C++ ABI define) must reach every translation unit.
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(moelab_deps INTERFACE ${_torch_flags})
+# The CPU kernels split rows with at::parallel_for, which LibTorch implements
+# with OpenMP in the caller's code: without -fopenmp they would run on one
+# thread. The runtime is the one LibTorch loads (libgomp). Every translation
+# unit gets the flag, so that one precompiled header serves the kernels too
+# (GCC refuses a header built without it); nothing else has OpenMP pragmas.
+find_package(OpenMP)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(moelab_deps INTERFACE OpenMP::OpenMP_CXX)
+else()
+  message(WARNING "No OpenMP for the compiler: moelab's CPU kernels will run on one thread")
+  target_compile_options(moelab_deps INTERFACE -fopenmp-simd)
+endif()
 
 # CUDA + NCCL, on when LibTorch is a CUDA build. The NCCL backend links the very
 # libnccl.so.2 that the torch wheel's libtorch_cuda loads (its nvidia/nccl

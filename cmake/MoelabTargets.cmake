@@ -1,8 +1,62 @@
 # Helpers that give every moelab target the same flags and precompiled header.
 
+# Whether `file` includes a torch API header (<torch/...>), itself or through
+# the quoted headers it includes (looked up beside it, in src/ and in tests/).
+# ATen and c10 headers do not count: a header that only names tensors in its
+# declarations includes <ATen/core/Tensor.h>, light enough to parse without
+# the precompiled header. Memoised per file; a cycle counts as no.
+function(moelab_includes_torch file out)
+  get_property(known GLOBAL PROPERTY "moelab_torch:${file}" SET)
+  if(NOT known)
+    set_property(GLOBAL PROPERTY "moelab_torch:${file}" FALSE)
+    file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include")
+    get_filename_component(dir ${file} DIRECTORY)
+    set(result FALSE)
+    foreach(line ${includes})
+      if(line MATCHES "<torch/")
+        set(result TRUE)
+      elseif(line MATCHES "\"([^\"]+)\"")
+        foreach(base ${dir} ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+          if(EXISTS ${base}/${CMAKE_MATCH_1})
+            moelab_includes_torch(${base}/${CMAKE_MATCH_1} result)
+            break()
+          endif()
+        endforeach()
+      endif()
+      if(result)
+        break()
+      endif()
+    endforeach()
+    set_property(GLOBAL PROPERTY "moelab_torch:${file}" ${result})
+  endif()
+  get_property(result GLOBAL PROPERTY "moelab_torch:${file}")
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+# The shared precompiled header (all of torch) goes only to the sources that
+# include torch's API: loading it and compiling torch's inline code would cost a
+# torch-free file more than its own code does. An answer gone stale since
+# CMake last ran costs build time, never correctness.
 function(moelab_compile_setup target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  target_precompile_headers(${target} REUSE_FROM moelab_pch)
+  get_target_property(sources ${target} SOURCES)
+  get_target_property(source_dir ${target} SOURCE_DIR)
+  set(uses_torch FALSE)
+  foreach(source ${sources})
+    get_filename_component(path ${source} ABSOLUTE BASE_DIR ${source_dir})
+    set(includes_torch TRUE)  # a source generated later: as if it did
+    if(EXISTS ${path})
+      moelab_includes_torch(${path} includes_torch)
+    endif()
+    if(includes_torch)
+      set(uses_torch TRUE)
+    else()
+      set_source_files_properties(${source} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    endif()
+  endforeach()
+  if(uses_torch)
+    target_precompile_headers(${target} REUSE_FROM moelab_pch)
+  endif()
 endfunction()
 
 # moelab_module(name dep...): library moelab_<name> from src/<name>/*.cpp,

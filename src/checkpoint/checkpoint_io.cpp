@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_io.h"
 
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdio>

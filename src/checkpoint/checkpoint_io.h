@@ -14,7 +14,7 @@
 // tensor. Both kinds load through CheckpointReader.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <map>
@@ -34,7 +34,7 @@ struct LoadedCheckpoint {
   std::string dir;
   int64_t step = 0;
   nlohmann::json meta;  // the manifest: what sealing was given, plus "step" and "files"
-  std::map<std::string, torch::Tensor> tensors;  // every tensor, whole
+  std::map<std::string, at::Tensor> tensors;  // every tensor, whole
 };
 
 // "<run_dir>/checkpoints/step_<8 digits>" and the same with ".tmp".
@@ -85,7 +85,7 @@ class CheckpointReader {
   };
   struct Entry {
     std::vector<int64_t> shape;
-    torch::ScalarType dtype = torch::kFloat;
+    at::ScalarType dtype = at::kFloat;
     std::vector<Piece> pieces;
   };
   const std::map<std::string, Entry>& tensors() const { return tensors_; }
@@ -127,7 +127,7 @@ std::optional<VerifiedCheckpoint> newest_verified_checkpoint(Communicator& world
 
 // The manifest's name of a tensor dtype ("float32", "bfloat16", ...), and back
 // (InputError naming `source` for a name it does not know).
-std::string dtype_name(torch::ScalarType dtype);
-torch::ScalarType dtype_from_name(const std::string& name, const std::string& source);
+std::string dtype_name(at::ScalarType dtype);
+at::ScalarType dtype_from_name(const std::string& name, const std::string& source);
 
 }  // namespace moelab

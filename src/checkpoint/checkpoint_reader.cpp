@@ -1,5 +1,6 @@
 // CheckpointReader (checkpoint_io.h): the manifest's map of tensor parts to
 // files, or for a checkpoint of whole tensors, its files' datasets.
+#include <torch/torch.h>
 #include <utility>
 
 #include "checkpoint/checkpoint_io.h"

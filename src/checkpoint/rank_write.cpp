@@ -1,5 +1,6 @@
 #include "checkpoint/rank_write.h"
 
+#include <torch/torch.h>
 #include <chrono>
 #include <cstdio>
 #include <map>

@@ -1,6 +1,7 @@
 #include "checkpoint/tensor_file.h"
 
 #include <fcntl.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -12,7 +12,7 @@
 // background thread would hold it against the data loader's reads.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <functional>
@@ -29,8 +29,8 @@ namespace moelab {
 // are still to be written (write_tensor_values).
 struct TensorFileLayout {
   struct Extent {
-    int64_t offset = 0;    // of the dataset's values in the file
-    torch::Tensor values;  // contiguous, on the CPU, in the stored type
+    int64_t offset = 0;  // of the dataset's values in the file
+    at::Tensor values;   // contiguous, on the CPU, in the stored type
   };
   std::string temporary;  // the file being written
   std::string path;       // where it is published
@@ -44,7 +44,7 @@ struct TensorFileLayout {
 // std::invalid_argument for a name or dtype that cannot be stored (a programming
 // error), std::runtime_error with the system's reason when the file cannot be made.
 TensorFileLayout create_tensor_file(const std::string& path,
-                                    const std::map<std::string, torch::Tensor>& tensors);
+                                    const std::map<std::string, at::Tensor>& tensors);
 
 // Writes the values (reporting each chunk's bytes to `progress`), fsyncs the file
 // and renames it onto its path. No HDF5 call: safe on any thread. On failure
@@ -55,8 +55,7 @@ void write_tensor_values(const TensorFileLayout& layout,
 
 // Both: the bytes depend only on the tensors (no timestamps), so equal
 // checkpoints are equal files.
-void write_tensor_file(const std::string& path,
-                       const std::map<std::string, torch::Tensor>& tensors);
+void write_tensor_file(const std::string& path, const std::map<std::string, at::Tensor>& tensors);
 
 // The same file written one tensor at a time, so that a caller never holds more
 // than the tensor it adds (an import of a model larger than memory allows twice
@@ -70,7 +69,7 @@ class TensorFileWriter {
   ~TensorFileWriter();
   TensorFileWriter(const TensorFileWriter&) = delete;
   TensorFileWriter& operator=(const TensorFileWriter&) = delete;
-  void add(const std::string& name, const torch::Tensor& tensor);
+  void add(const std::string& name, const at::Tensor& tensor);
   void commit();
 
  private:
@@ -84,7 +83,7 @@ class TensorFileWriter {
 struct TensorFileEntry {
   std::string name;
   std::vector<int64_t> shape;
-  torch::ScalarType dtype;
+  at::ScalarType dtype;
 };
 
 // Reads parts of a tensor file without loading the rest. A missing, truncated or
@@ -99,7 +98,7 @@ class TensorFileReader {
   // Elements [begin, begin + out.numel()) of dataset `name`, flattened, into
   // `out` (contiguous; values converted to its dtype). Only the dataset's rows
   // that hold them are read (an HDF5 hyperslab).
-  void read_range(const std::string& name, int64_t begin, torch::Tensor out) const;
+  void read_range(const std::string& name, int64_t begin, at::Tensor out) const;
 
  private:
   std::string path_;
@@ -107,6 +106,6 @@ class TensorFileReader {
 };
 
 // Every dataset in the file, as CPU tensors keyed by name.
-std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path);
+std::map<std::string, at::Tensor> read_tensor_file(const std::string& path);
 
 }  // namespace moelab

@@ -1,4 +1,5 @@
 // Reading tensor files (tensor_file.h): TensorFileReader and read_tensor_file.
+#include <torch/torch.h>
 #include <filesystem>
 #include <map>
 #include <string>

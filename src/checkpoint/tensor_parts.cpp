@@ -1,5 +1,7 @@
 #include "checkpoint/tensor_parts.h"
 
+#include <torch/torch.h>
+
 namespace moelab {
 
 TensorPart part_of(const std::string& name, const torch::Tensor& tensor, int64_t begin,

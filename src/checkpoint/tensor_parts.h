@@ -4,7 +4,7 @@
 // layout asks for the parts it needs, which may span several ranks' files.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
@@ -16,17 +16,17 @@ struct TensorPart {
   std::string name;
   std::vector<int64_t> shape;  // the whole tensor's
   int64_t begin = 0;           // of the part's elements, the tensor flattened
-  torch::Tensor data;          // 1-D, the part's elements (a view to write from or read into)
+  at::Tensor data;             // 1-D, the part's elements (a view to write from or read into)
   bool optional = false;       // reading: a checkpoint without this tensor skips it
 };
 using TensorParts = std::vector<TensorPart>;
 
 // Elements [begin, begin + length) of `tensor` (contiguous) as a part named
 // `name`, its data a view of the tensor's.
-TensorPart part_of(const std::string& name, const torch::Tensor& tensor, int64_t begin,
+TensorPart part_of(const std::string& name, const at::Tensor& tensor, int64_t begin,
                    int64_t length);
 // The whole tensor as one part.
-TensorPart whole_part(const std::string& name, const torch::Tensor& tensor);
+TensorPart whole_part(const std::string& name, const at::Tensor& tensor);
 
 int64_t numel_of(const std::vector<int64_t>& shape);
 

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "config/load.h"
-#include "train/trainer.h"
+#include "train/run_training.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/mpi_session.h"

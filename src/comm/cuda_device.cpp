@@ -2,6 +2,7 @@
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <mpi.h>
+#include <torch/torch.h>
 
 #include <cstdlib>
 #include <string>

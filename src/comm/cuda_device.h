@@ -4,7 +4,7 @@
 // MPI_LOCALRANKID), else from an MPI shared-memory split, else 0.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include "config/config.h"
 
@@ -20,10 +20,10 @@ int visible_cuda_devices();
 
 // Makes cuda:(node_local_rank() % visible) the current device and returns it.
 // InputError when no GPU is visible.
-torch::Device select_local_cuda_device();
+at::Device select_local_cuda_device();
 
 // Where a run's tensors live: for train.device = "cuda" the current CUDA device
 // (make_process_groups has selected this rank's), else the CPU.
-torch::Device run_device(const Config& cfg);
+at::Device run_device(const Config& cfg);
 
 }  // namespace moelab

@@ -1,5 +1,6 @@
 #include "comm/failure.h"
 
+#include <torch/torch.h>
 #include <cstdint>
 
 #include "util/error.h"

@@ -10,12 +10,12 @@ class LocalCommunicator : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void all_reduce_sum(torch::Tensor&) override {}
-  void all_reduce_max(torch::Tensor&) override {}
-  torch::Tensor all_gather(const torch::Tensor& t) override;
-  torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
-                             const std::vector<int64_t>& recv_rows) override;
-  void broadcast(torch::Tensor& t, int root) override;
+  void all_reduce_sum(at::Tensor&) override {}
+  void all_reduce_max(at::Tensor&) override {}
+  at::Tensor all_gather(const at::Tensor& t) override;
+  at::Tensor all_to_all_v(const at::Tensor& send, const std::vector<int64_t>& send_rows,
+                          const std::vector<int64_t>& recv_rows) override;
+  void broadcast(at::Tensor& t, int root) override;
   void barrier() override {}
   std::string backend() const override { return "local"; }
 };

@@ -36,14 +36,14 @@ class NcclCommunicator : public Communicator, public AsyncCollectives {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  void all_reduce_sum(torch::Tensor& t) override;
-  void all_reduce_max(torch::Tensor& t) override;
-  torch::Tensor reduce_scatter_sum(const torch::Tensor& t) override;
-  torch::Tensor all_gather(const torch::Tensor& t) override;
-  torch::Tensor gather(const torch::Tensor& t, int root) override;
-  torch::Tensor all_to_all_v(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
-                             const std::vector<int64_t>& recv_rows) override;
-  void broadcast(torch::Tensor& t, int root) override;
+  void all_reduce_sum(at::Tensor& t) override;
+  void all_reduce_max(at::Tensor& t) override;
+  at::Tensor reduce_scatter_sum(const at::Tensor& t) override;
+  at::Tensor all_gather(const at::Tensor& t) override;
+  at::Tensor gather(const at::Tensor& t, int root) override;
+  at::Tensor all_to_all_v(const at::Tensor& send, const std::vector<int64_t>& send_rows,
+                          const std::vector<int64_t>& recv_rows) override;
+  void broadcast(at::Tensor& t, int root) override;
   void barrier() override;
   std::string backend() const override { return "nccl"; }
 
@@ -53,9 +53,9 @@ class NcclCommunicator : public Communicator, public AsyncCollectives {
   void abort() override;
 
  private:
-  void all_reduce(torch::Tensor& t, ncclRedOp_t op, const char* name);
+  void all_reduce(at::Tensor& t, ncclRedOp_t op, const char* name);
   void check(ncclResult_t result, const char* op) const;
-  void require_cuda(const torch::Tensor& t, const char* op) const;
+  void require_cuda(const at::Tensor& t, const char* op) const;
   // Records that `op` was just enqueued on `stream`.
   void enqueued(const char* op, cudaStream_t stream);
   // Drops the completed collectives from the front of pending_ (lock held).

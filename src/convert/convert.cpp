@@ -6,7 +6,9 @@
 
 #include "checkpoint/run_start.h"
 #include "convert/dense_to_moe.h"
+#include "convert/dot_moe.h"
 #include "convert/ffn_split.h"
+#include "convert/upcycle.h"
 #include "util/error.h"
 
 namespace moelab {

@@ -16,8 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "convert/dot_moe.h"
-#include "convert/upcycle.h"
+#include "convert/conversion_options.h"
 
 namespace moelab {
 

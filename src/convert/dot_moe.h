@@ -25,23 +25,10 @@
 
 #include <torch/torch.h>
 
+#include "convert/conversion_options.h"
 #include "convert/dense_to_moe.h"
 
 namespace moelab {
-
-struct DotOptions {
-  int64_t experts = 8;
-  int64_t top_k = 4;
-  int64_t steps = 100;  // calibration batches
-  double temperature = 0.1;
-  int64_t sinkhorn_iterations = 20;
-  double lr_scores = 0.05;
-  double lr_router = 1e-2;
-  double score_init = 1.0;
-  double router_init_std = 0.02;
-  int64_t cluster_iterations = 25;
-  uint64_t seed = 0;
-};
 
 struct DotLayer {
   std::vector<int64_t> expert_of_unit;  // the balanced hard assignment

@@ -14,16 +14,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "convert/conversion_options.h"
 #include "convert/ffn_split.h"
 
 namespace moelab {
-
-struct UpcycleOptions {
-  int64_t experts = 8;
-  int64_t granularity = 1;
-  double reinit_fraction = 0.0;
-  uint64_t seed = 0;  // draws the re-initialised units and their values
-};
 
 // InputError naming the option for granularity not dividing d_ff or the
 // expert count, or a fraction outside [0, 1].

@@ -1,5 +1,6 @@
 #include "data/batch_loader.h"
 
+#include <torch/torch.h>
 #include <algorithm>
 
 #include "data/source_stream.h"

@@ -8,7 +8,7 @@
 // sample count is all a checkpoint needs to resume.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -54,7 +54,7 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // [global_batch_seqs / dp_size, seq_len + 1] int64: this rank's slice of the next global batch.
-  torch::Tensor next();
+  at::Tensor next();
   // State after the last batch returned by next().
   LoaderState state() const { return {state_.samples}; }
   // The next next() returns exactly what an uninterrupted loader would.
@@ -70,7 +70,7 @@ class BatchLoader {
   const DatasetInfo& info() const;
 
  private:
-  torch::Tensor read_batch(const MixturePosition& at);
+  at::Tensor read_batch(const MixturePosition& at);
   MixturePosition advance(MixturePosition at) const;
   void start_prefetch(const MixturePosition& from);
   void stop_prefetch();
@@ -88,7 +88,7 @@ class BatchLoader {
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<torch::Tensor> queue_;
+  std::deque<at::Tensor> queue_;
   MixturePosition produce_at_;
   bool stopping_ = false;
   std::exception_ptr worker_error_;

@@ -13,6 +13,7 @@
 // 1 / kMixtureScale.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

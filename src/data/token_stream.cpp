@@ -1,5 +1,6 @@
 #include "data/token_stream.h"
 
+#include <torch/torch.h>
 #include <algorithm>
 
 #include "util/error.h"

@@ -3,7 +3,7 @@
 // straddle two shards; the tail shorter than a window is never used.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +26,7 @@ class WindowedTokens {
   // Copies window `index` into `out` (window() int64 values).
   void read_window(int64_t index, int64_t* out) const;
   // [indices.size(), window] int64 tensor of the given windows, in that order.
-  torch::Tensor gather(const std::vector<int64_t>& indices) const;
+  at::Tensor gather(const std::vector<int64_t>& indices) const;
 
  private:
   DatasetInfo info_;

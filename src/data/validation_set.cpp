@@ -1,5 +1,6 @@
 #include "data/validation_set.h"
 
+#include <torch/torch.h>
 #include <numeric>
 #include <vector>
 

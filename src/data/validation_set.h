@@ -2,7 +2,7 @@
 // windows from the start of the split, so every evaluation sees the same tokens.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,7 @@ class ValidationSet {
 
   int64_t size() const { return size_; }
   // [end - begin, seq_len + 1] int64.
-  torch::Tensor windows(int64_t begin, int64_t end) const;
+  at::Tensor windows(int64_t begin, int64_t end) const;
   const DatasetInfo& info() const;
 
  private:

@@ -10,8 +10,10 @@
 #include "data/validation_set.h"
 #include "model/transformer.h"
 #include "parallel/parallel_plan.h"
+#include "train/checkpoint_model.h"
 #include "train/evaluator.h"
 #include "train/initial_weights.h"
+#include "train/task_suite.h"
 #include "util/error.h"
 #include "util/stopwatch.h"
 

@@ -6,14 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "config/config.h"
-#include "model/transformer.h"
-#include "parallel/parallel_plan.h"
-#include "train/task_suite.h"
+#include "train/task_result.h"
 
 namespace moelab {
 
@@ -39,18 +35,5 @@ struct EvalCheckpointResult {
 };
 
 EvalCheckpointResult evaluate_checkpoint(const EvalCheckpointOptions& opts);
-
-// A saved model rebuilt from its checkpoint's config at this world and `ep`,
-// its weights loaded: what `moelab eval` and `moelab analyze` run.
-struct CheckpointModel {
-  Config cfg;
-  int64_t step = 0;
-  std::unique_ptr<ParallelPlan> plan;
-  Transformer model{nullptr};
-  torch::Device device = torch::kCPU;
-};
-
-// Collective.
-CheckpointModel load_checkpoint_model(const std::string& checkpoint, int64_t ep);
 
 }  // namespace moelab

@@ -9,9 +9,10 @@
 
 #include "data/dataset_info.h"
 #include "data/tokenizer.h"
-#include "train/evaluate_checkpoint.h"
+#include "train/checkpoint_model.h"
 #include "train/evaluator.h"
 #include "train/expert_distribution.h"
+#include "train/routing_counts.h"
 #include "train/routing_dump.h"
 #include "util/atomic_file.h"
 #include "util/error.h"

@@ -6,19 +6,14 @@
 // counts are the same at every (world, ep) layout. The report gives, per MoE
 // layer and set, each expert's share of the assignments, the entropy of those
 // shares and the top experts; per layer the Jensen-Shannon divergence between
-// every two sets (expert_distribution.h), and its mean over the layers.
+// every two sets (expert_distribution.h), and its mean over the layers. The
+// counting itself is routing_counts.h.
 #pragma once
-
-#include <torch/torch.h>
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include "comm/communicator.h"
-#include "data/validation_set.h"
-#include "model/transformer.h"
 
 namespace moelab {
 
@@ -29,22 +24,6 @@ struct RoutingSet {
 
 // "NAME=DATASET"; InputError naming the argument when either part is missing.
 RoutingSet parse_routing_set(const std::string& arg);
-
-// [moe layers, experts] int64 on the CPU: kept assignments over the windows of
-// `val`, summed over the data-parallel ranks. Collective.
-torch::Tensor count_routed_assignments(Transformer& model, const ValidationSet& val,
-                                       int64_t batch_seqs, Communicator* dp,
-                                       const torch::Device& device);
-
-struct SetCounts {
-  std::string name;
-  torch::Tensor counts_LE;  // count_routed_assignments
-};
-
-// The report as JSON: `layers` are the block indices of the MoE layers (the
-// rows of every set's counts), `top` how many top experts each set lists.
-nlohmann::json routing_report(const std::vector<SetCounts>& sets,
-                              const std::vector<int64_t>& layers, int64_t top);
 
 // Writes the report atomically into `dir`: routing.json, and as CSV
 // routing_experts.csv (layer,set,expert,assignments,share), routing_sets.csv

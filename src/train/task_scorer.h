@@ -16,6 +16,7 @@
 #include "model/transformer.h"
 #include "tasks/task_file.h"
 #include "tasks/task_metrics.h"
+#include "train/task_result.h"
 
 namespace moelab {
 
@@ -23,11 +24,6 @@ struct TaskBatching {
   int64_t seq_len = 0;     // the model's: longer inputs lose their context's start
   int64_t batch_seqs = 0;  // a pass holds at most batch_seqs * seq_len tokens
   int64_t pad_id = 0;      // right padding (causal attention never reads it)
-};
-
-struct ScoredChoices {
-  std::vector<std::vector<ChoiceScore>> scores;  // [item][choice]
-  int64_t tokens = 0;                            // input tokens forwarded, over every rank
 };
 
 // Collective over `dp` (null: this process alone). InputError naming `task`

@@ -14,17 +14,10 @@
 #include "model/transformer.h"
 #include "tasks/task_file.h"
 #include "tasks/task_metrics.h"
+#include "train/task_result.h"
 #include "train/task_scorer.h"
 
 namespace moelab {
-
-struct TaskResult {
-  std::string name;
-  TaskKind kind = TaskKind::kMultipleChoice;
-  TaskScores scores;
-  ScoredChoices choices;
-  double seconds = 0;
-};
 
 class TaskSuite {
  public:
@@ -54,9 +47,5 @@ class TaskSuite {
   std::vector<Loaded> tasks_;
   int64_t pad_id_ = 0;
 };
-
-// A result as JSON: metrics, per-group accuracy, tokens and time, and every
-// choice's log-likelihood and greedy flag ([item][choice]).
-nlohmann::json task_result_json(const TaskResult& result);
 
 }  // namespace moelab

@@ -28,6 +28,7 @@
 #include "train/lr_schedule.h"
 #include "train/nonfinite_guard.h"
 #include "train/run_lock.h"
+#include "train/run_training.h"
 #include "train/step_profiler.h"
 #include "train/stop_signal.h"
 #include "train/task_evals.h"
@@ -35,16 +36,6 @@
 #include "util/stopwatch.h"
 
 namespace moelab {
-
-struct TrainSummary {
-  int64_t steps = 0;  // optimizer steps completed (skipped non-finite steps included)
-  int64_t tokens = 0;
-  double best_val_loss = 0;
-  double last_val_loss = 0;
-  int64_t nonfinite_steps = 0;
-  bool stopped_nonfinite = false;  // too many non-finite losses in a row
-  bool stopped_by_signal = false;  // a stop signal (stop_signal.h): checkpoint saved, no DONE
-};
 
 class Trainer {
  public:
@@ -148,8 +139,5 @@ class Trainer {
   std::unique_ptr<Progress> progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
 };
-
-// Trainer(cfg).train().
-TrainSummary run_training(const Config& cfg);
 
 }  // namespace moelab

@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_io.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>

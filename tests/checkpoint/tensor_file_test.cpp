@@ -1,6 +1,7 @@
 #include "checkpoint/tensor_file.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>

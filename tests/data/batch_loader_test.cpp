@@ -2,6 +2,7 @@
 // p % vocab, so every window's expected contents are known exactly.
 #include "data/batch_loader.h"
 
+#include <torch/torch.h>
 #include <numeric>
 #include <set>
 

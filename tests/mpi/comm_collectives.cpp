@@ -1,6 +1,7 @@
 // ranks: 1 2 4
 // All-reduce, all-gather, broadcast, barrier, process groups and error
 // agreement, checked against values each rank can compute on its own.
+#include <torch/torch.h>
 #include <cstdlib>
 #include <string>
 

@@ -10,6 +10,7 @@
 #include "data/data_test_util.h"
 #include "model/model_test_util.h"
 #include "train/expert_distribution.h"
+#include "train/routing_counts.h"
 
 namespace moelab {
 namespace {
