@@ -8,12 +8,13 @@
 # Usage: bench/activation_checkpointing.sh [steps=12] [threads=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 steps=${1:-12}
 threads=${2:-2}
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
 data=$root/data/fortunes
-[ -x "$moelab" ] || { echo "activation_checkpointing.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "activation_checkpointing.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/activation_checkpointing.XXXXXX)

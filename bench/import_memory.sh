@@ -9,9 +9,10 @@
 # Usage: bench/import_memory.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
-[ -x "$moelab" ] || { echo "import_memory.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/import_memory.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 

@@ -15,11 +15,12 @@
 # Usage: bench/optimizer_memory.sh [steps=3]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 steps=${1:-3}
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
 data=$root/data/fortunes
-[ -x "$moelab" ] || { echo "optimizer_memory.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "optimizer_memory.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/optimizer_memory.XXXXXX)
