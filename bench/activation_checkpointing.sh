@@ -30,7 +30,7 @@ print("%.0f %.0f" % (tps, done["peak_resident_mib"][0]))
 ' "$1"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps steps"
+echo "CPU: $(bench_cpu_model), $threads threads, $steps steps"
 printf '%-32s %-6s %10s %10s\n' shape mode "tok/s" "peak MiB"
 for shape in "moe-small (4 layers, batch 16)|" \
   "deep (16 layers, batch 64)|--set model.n_layers=16 --set train.batch_seqs=64"; do

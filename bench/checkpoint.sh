@@ -67,7 +67,7 @@ run() {  # BINARY NAME RANKS SHARD ASYNC
   rm -rf "${out:?}/$name"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); dense d$d_model x $layers layers, d_ff $d_ff," \
+echo "CPU: $(bench_cpu_model); dense d$d_model x $layers layers, d_ff $d_ff," \
   "fp32, $steps steps, checkpoints at steps 3 and $steps, 1 thread a rank, to /var/tmp"
 printf '%-8s %-6s %-10s %-6s %9s %10s  %s\n' build ranks optimizer mode "pause s" "written s" \
   "peak MiB per rank"

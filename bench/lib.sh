@@ -20,9 +20,14 @@ bench_binary() {  # NAME
   echo "$path"
 }
 
+# The CPU's model name, as lscpu says it.
+bench_cpu_model() {
+  lscpu | sed -n 's/^Model name: *//p'
+}
+
 # The CPU's model name and which bf16 instruction sets it has.
 bench_cpu() {
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "CPU: $(bench_cpu_model); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 }
 
 # The first GPU's name.

@@ -39,7 +39,7 @@ print((last["tokens"] - first["tokens"]) / (last["elapsed_s"] - first["elapsed_s
 ' "$1/metrics.jsonl"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps steps, moe-small"
+echo "CPU: $(bench_cpu_model), $threads threads, $steps steps, moe-small"
 printf '%-6s %14s %14s %8s\n' round "tb on tok/s" "tb off tok/s" "on/off"
 ratios=()
 for ((r = 1; r <= rounds; r++)); do

@@ -28,7 +28,7 @@ trap 'rm -rf "$out"' EXIT
 root_flag=()
 [[ $(id -u) == 0 ]] && root_flag=(--allow-run-as-root)
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); dense d512 x 8 layers, fp32, $steps steps, 1 thread a rank"
+echo "CPU: $(bench_cpu_model); dense d512 x 8 layers, fp32, $steps steps, 1 thread a rank"
 printf '%-6s %-10s %16s %18s %16s %16s %14s\n' ranks optimizer "AdamW MiB rank 0" "train peak rank 0" \
   "run peak rank 0" "run peak others" "grad_sync ms"
 for ranks in 1 2 4; do

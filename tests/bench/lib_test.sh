@@ -44,12 +44,26 @@ chmod +x "$work/built/bin/bench_model"
 found() { [[ $(MOELAB_BUILD_DIR=$work/built bench_binary bench_model) == "$work/built/bin/bench_model" ]]; }
 check "bench_binary: the build's bench_model" found
 
-# --- the machine line: the GPU's name where the options name cuda, else the CPU's
+# --- the machine line: the GPU's name where the options name cuda, else the
+# CPU's (lscpu's "Model name:" line) and its bf16 flags
 mkdir -p "$work/path"
 printf '#!/bin/sh\necho "NVIDIA H100 80GB HBM3"\n' >"$work/path/nvidia-smi"
-chmod +x "$work/path/nvidia-smi"
+cat >"$work/path/lscpu" <<'LSCPU'
+#!/bin/sh
+cat <<'OUT'
+Architecture:                            x86_64
+Vendor ID:                               GenuineIntel
+Model name:                              Intel(R) Xeon(R) Platinum 8480+
+CPU family:                              6
+OUT
+LSCPU
+chmod +x "$work/path/nvidia-smi" "$work/path/lscpu"
+cpu_model() { [[ $(PATH=$work/path:$PATH bench_cpu_model) == "Intel(R) Xeon(R) Platinum 8480+" ]]; }
 gpu_line() { [[ $(PATH=$work/path:$PATH bench_machine_header --device cuda) == "GPU: NVIDIA H100 80GB HBM3" ]]; }
-cpu_line() { [[ $(PATH=$work/path:$PATH bench_machine_header --batch 64) == "CPU: "*"; bf16 flags: "* ]]; }
+cpu_line() {
+  [[ $(PATH=$work/path:$PATH bench_machine_header --batch 64) == "CPU: Intel(R) Xeon(R) Platinum 8480+; bf16 flags: "* ]]
+}
+check "bench_cpu_model: lscpu's model name" cpu_model
 check "--device cuda: the GPU line" gpu_line
 check "no cuda option: the CPU line" cpu_line
 
