@@ -8,12 +8,13 @@
 # Usage: bench/activation_checkpointing.sh [steps=12] [threads=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 steps=${1:-12}
 threads=${2:-2}
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
 data=$root/data/fortunes
-[ -x "$moelab" ] || { echo "activation_checkpointing.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "activation_checkpointing.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/activation_checkpointing.XXXXXX)
@@ -29,7 +30,7 @@ print("%.0f %.0f" % (tps, done["peak_resident_mib"][0]))
 ' "$1"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps steps"
+echo "CPU: $(bench_cpu_model), $threads threads, $steps steps"
 printf '%-32s %-6s %10s %10s\n' shape mode "tok/s" "peak MiB"
 for shape in "moe-small (4 layers, batch 16)|" \
   "deep (16 layers, batch 64)|--set model.n_layers=16 --set train.batch_seqs=64"; do

@@ -13,19 +13,12 @@
 # Usage: bench/attention.sh [steps=8] [threads=2] [bench_model options...]
 #   e.g. bench/attention.sh 10 1 --device cuda --batch 128
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-steps=${1:-8}
-threads=${2:-2}
-shift $(( $# < 2 ? $# : 2 ))
-extra=("$@")
-bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
-[ -x "$bench" ] || { echo "attention.sh: $bench not found (launch/build.sh builds it)" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_args "$@"
+bench=$(bench_binary bench_model)
 
-if [[ " ${extra[*]} " == *" cuda "* ]]; then
-  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-else
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-fi
+bench_machine_header "${extra[@]}"
 # One row: a name and its config overrides.
 variants=(
   "gqa|--set model.n_kv_heads=1"
@@ -40,7 +33,7 @@ for precision in fp32 auto; do
     read -r -a sets <<<"$sets"
     out=$("$bench" --steps "$steps" --threads "$threads" --experts 4 --top-k 2 --ffn 512 \
       --precision "$precision" "${sets[@]}" "${extra[@]}")
-    tps=$(sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p' <<<"$out" | head -n 1)
+    tps=$(tokens_per_s <<<"$out")
     params=$(sed -n 's/.* \([0-9.]*M\) params.*/\1/p' <<<"$out" | head -n 1)
     peak=$(sed -n 's/.* peak \([0-9]*\) MiB).*/\1/p' <<<"$out" | head -n 1)
     [ -n "$gqa_tps" ] || gqa_tps=$tps

@@ -19,13 +19,14 @@
 # Needs the demo corpus (launch/demo.sh). Checkpoints go to /var/tmp (a disk).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+moelab=$(bench_binary moelab)
 baseline=${1:-}
 python=$root/.venv/bin/python
 data=${DATA:-$root/data/fortunes}
 read -r d_model layers d_ff <<<"${DIMS:-512 8 2048}"
 steps=${STEPS:-6}
-[ -x "$moelab" ] || { echo "checkpoint.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -z "$baseline" ] || [ -x "$baseline" ] || { echo "checkpoint.sh: $baseline is not executable" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "checkpoint.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
@@ -66,7 +67,7 @@ run() {  # BINARY NAME RANKS SHARD ASYNC
   rm -rf "${out:?}/$name"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); dense d$d_model x $layers layers, d_ff $d_ff," \
+echo "CPU: $(bench_cpu_model); dense d$d_model x $layers layers, d_ff $d_ff," \
   "fp32, $steps steps, checkpoints at steps 3 and $steps, 1 thread a rank, to /var/tmp"
 printf '%-8s %-6s %-10s %-6s %9s %10s  %s\n' build ranks optimizer mode "pause s" "written s" \
   "peak MiB per rank"

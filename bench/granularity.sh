@@ -11,21 +11,11 @@
 # Usage: bench/granularity.sh [steps=8] [threads=2] [bench_model options...]
 #   e.g. bench/granularity.sh 10 1 --device cuda --batch 128
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-steps=${1:-8}
-threads=${2:-2}
-shift $(( $# < 2 ? $# : 2 ))
-extra=("$@")
-bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
-[ -x "$bench" ] || { echo "granularity.sh: $bench not found (launch/build.sh builds it)" >&2; exit 2; }
-
-tokens_per_s() { sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p' | head -n 1; }
-
-if [[ " ${extra[*]} " == *" cuda "* ]]; then
-  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-else
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_args "$@"
+bench=$(bench_binary bench_model)
+bench_machine_header "${extra[@]}"
 # One row: a shape's name, its bench_model model options, coarse width, fine width.
 shapes=(
   "reference||512|128"

@@ -9,9 +9,10 @@
 # Usage: bench/import_memory.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
-[ -x "$moelab" ] || { echo "import_memory.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/import_memory.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
@@ -22,7 +23,7 @@ trap 'rm -rf "$out"' EXIT
 /usr/bin/time -f "%M" -o "$out/peak_kib" "$moelab" import "$out/hf" --out "$out/imported" >/dev/null
 file_bytes=$(stat -c %s "$out/hf/model.safetensors")
 peak_kib=$(cat "$out/peak_kib")
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p')"
+echo "CPU: $(bench_cpu_model)"
 awk -v f="$file_bytes" -v p="$peak_kib" 'BEGIN {
   printf "model.safetensors: %.0f MiB; moelab import peak RSS: %.0f MiB; ratio %.2f\n",
          f / 1048576, p / 1024, p * 1024 / f }'

@@ -12,20 +12,21 @@
 # Usage: bench/logging_overhead.sh [steps=60] [rounds=5] [threads=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 steps=${1:-60}
 rounds=${2:-5}
 threads=${3:-2}
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
 data=$root/data/fortunes
-[ -x "$moelab" ] || { echo "logging_overhead.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "logging_overhead.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/logging_overhead.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 # Trains into $1 with log.tensorboard = $2; prints its tokens/s.
-tokens_per_s() {
+run_tokens_per_s() {
   "$moelab" train "$root/configs/moe-small.toml" --out "$1" --set data.dir="\"$data\"" \
     --set train.max_steps="$steps" --set train.threads="$threads" --set log.interval=1 \
     --set log.progress='"off"' --set eval.interval=0 --set eval.max_windows=1 \
@@ -38,17 +39,17 @@ print((last["tokens"] - first["tokens"]) / (last["elapsed_s"] - first["elapsed_s
 ' "$1/metrics.jsonl"
 }
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, $steps steps, moe-small"
+echo "CPU: $(bench_cpu_model), $threads threads, $steps steps, moe-small"
 printf '%-6s %14s %14s %8s\n' round "tb on tok/s" "tb off tok/s" "on/off"
 ratios=()
 for ((r = 1; r <= rounds; r++)); do
   # Which arm goes first alternates, so a drift of the machine favours neither.
   if ((r % 2)); then
-    on=$(tokens_per_s "$out/on$r" true)
-    off=$(tokens_per_s "$out/off$r" false)
+    on=$(run_tokens_per_s "$out/on$r" true)
+    off=$(run_tokens_per_s "$out/off$r" false)
   else
-    off=$(tokens_per_s "$out/off$r" false)
-    on=$(tokens_per_s "$out/on$r" true)
+    off=$(run_tokens_per_s "$out/off$r" false)
+    on=$(run_tokens_per_s "$out/on$r" true)
   fi
   ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
   ratios+=("$ratio")
@@ -57,4 +58,5 @@ done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "median on/off: %s\n", v[int((NR + 1) / 2)] }'
 # Whole runs on a shared machine vary by more than the logging costs; the cost
 # of the writes themselves, against the same run's step time:
-"${MOELAB_BUILD_DIR:-$root/build}/bin/bench_logging" "$out/on1"
+bench_logging=$(bench_binary bench_logging)
+"$bench_logging" "$out/on1"

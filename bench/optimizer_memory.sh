@@ -15,11 +15,12 @@
 # Usage: bench/optimizer_memory.sh [steps=3]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 steps=${1:-3}
-moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
+moelab=$(bench_binary moelab)
 python=$root/.venv/bin/python
 data=$root/data/fortunes
-[ -x "$moelab" ] || { echo "optimizer_memory.sh: $moelab not found (launch/build.sh)" >&2; exit 2; }
 [ -f "$data/train/manifest.json" ] ||
   { echo "optimizer_memory.sh: no $data (launch/demo.sh prepares it)" >&2; exit 2; }
 out=$(mktemp -d /var/tmp/optimizer_memory.XXXXXX)
@@ -27,7 +28,7 @@ trap 'rm -rf "$out"' EXIT
 root_flag=()
 [[ $(id -u) == 0 ]] && root_flag=(--allow-run-as-root)
 
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); dense d512 x 8 layers, fp32, $steps steps, 1 thread a rank"
+echo "CPU: $(bench_cpu_model); dense d512 x 8 layers, fp32, $steps steps, 1 thread a rank"
 printf '%-6s %-10s %16s %18s %16s %16s %14s\n' ranks optimizer "AdamW MiB rank 0" "train peak rank 0" \
   "run peak rank 0" "run peak others" "grad_sync ms"
 for ranks in 1 2 4; do

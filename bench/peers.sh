@@ -14,6 +14,8 @@
 #        PEERS_COMPILE=0 skips the compiled peer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 device=cpu
 batch=16
 while [[ ${1:-} == --* ]]; do
@@ -24,24 +26,23 @@ while [[ ${1:-} == --* ]]; do
   esac
   shift 2
 done
-steps=${1:-8}
-threads=${2:-2}
-bench=${MOELAB_BUILD_DIR:-$root/build}/bin/bench_model
+bench_args "$@"
+bench=$(bench_binary bench_model)
 python=${MOELAB_PYTHON:-$root/.venv/bin/python}
 peer=${MOELAB_PEER:-$root/../shared/peers/torch_moe_peer.py}
-for f in "$bench" "$python" "$peer"; do
-  [ -e "$f" ] || { echo "peers.sh: $f not found (launch/build.sh builds, MOELAB_PEER names the peer)" >&2; exit 2; }
+for f in "$python" "$peer"; do
+  [ -e "$f" ] || { echo "peers.sh: $f not found (MOELAB_PYTHON and MOELAB_PEER name them)" >&2; exit 2; }
 done
 export OMP_NUM_THREADS=$threads
 
-tokens_per_s() { sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p; s/.*tokens\/s=\([0-9][0-9]*\).*/\1/p' | head -n 1; }
+peer_tokens_per_s() { sed -n 's/.*tokens\/s=\([0-9][0-9]*\).*/\1/p' | head -n 1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 common=(--threads "$threads" --device "$device" --batch "$batch")
 header=$("$bench" --steps 1 "${common[@]}" --experts 0 --ffn 64 --precision fp32 | head -n 2)
 echo "$header"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); bf16 flags: $(grep -o -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-[ "$device" = cuda ] && echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1); batch $batch"
+bench_cpu
+[ "$device" = cuda ] && echo "$(bench_gpu); batch $batch"
 auto_bf16=0
 grep -q "precision auto -> bf16" <<<"$header" && auto_bf16=1
 precisions=(fp32 auto)
@@ -60,10 +61,10 @@ for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
       --ffn "$ffn" --precision "$precision")
     ours=$(tokens_per_s <<<"$run")
     path=$(gemm_path <<<"$run")
-    eager=$("$python" "$peer" "${peer_flags[@]}" | tokens_per_s)
+    eager=$("$python" "$peer" "${peer_flags[@]}" | peer_tokens_per_s)
     compiled=0
     if [ "${PEERS_COMPILE:-1}" = 1 ]; then
-      compiled=$("$python" "$peer" "${peer_flags[@]}" --compile 2>/dev/null | tokens_per_s || echo 0)
+      compiled=$("$python" "$peer" "${peer_flags[@]}" --compile 2>/dev/null | peer_tokens_per_s || echo 0)
     fi
     what="$name ${experts}x${ffn} top${topk}"
     [ "$experts" = 0 ] && what="$name ff${ffn}"
@@ -76,4 +77,5 @@ for shape in "dense:0:2:1024" "moe:4:2:512" "fine-grained:64:8:64"; do
 done
 [ "$device" = cuda ] && exit 0
 echo
-"$(dirname "$bench")/bench_kernels" --threads "$threads"
+kernels=$(bench_binary bench_kernels)
+"$kernels" --threads "$threads"

@@ -8,6 +8,8 @@
 # sample, shared/data/tinystories). Writes OUT_DIR/prep_formats.{csv,png}.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 text_dir=${1:?usage: prep_formats.sh TEXT_DIR [OUT_DIR] [MOELAB_BINARY]}
 out=${2:-$root/results/prep-formats}
 moelab=${3:-$root/build/bin/moelab}
@@ -54,7 +56,7 @@ for repeat in $(seq "$repeats"); do
 done
 
 # Debian's Python, which has matplotlib (python3-matplotlib, launch/install-deps.sh).
-/usr/bin/python3 - "$csv" "$out/prep_formats.png" "$(lscpu | sed -n 's/^Model name: *//p')" <<'PY'
+/usr/bin/python3 - "$csv" "$out/prep_formats.png" "$(bench_cpu_model)" <<'PY'
 import csv, statistics, sys
 import matplotlib
 matplotlib.use("Agg")

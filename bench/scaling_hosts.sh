@@ -14,6 +14,8 @@
 # the 4-rank rows share cores (their tokens/s is not a speed-up). Needs root.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 moelab=${MOELAB_BUILD_DIR:-$root/build}/bin/moelab
 hosts=$root/tests/cluster/hosts.sh
 data=$(cd "${1:?usage: scaling.sh --hosts DATA_DIR [STEPS]}" && pwd)
@@ -25,7 +27,7 @@ export HOSTS_DIR=$work
 cd "$work"
 printf '[moe]\nenabled = true\n' >moe.toml
 printf '[moe]\nenabled = false\n' >dense.toml
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; steps $steps"
+echo "CPU: $(bench_cpu_model), $(nproc) cores; steps $steps"
 
 run() {  # name config precision overlap placement(one2|two1|two2)
   local name=$1 config=$2 precision=$3 overlap=$4 placement=$5 launch

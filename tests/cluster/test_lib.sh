@@ -1,5 +1,5 @@
 # Sourced by the cluster tests: a folder every host sees, the tally of their
-# checks, and the tiny MoE job the training tests run.
+# checks (tests/bench's too), and the tiny MoE job the training tests run.
 
 # A new folder under $TMPDIR or /var/tmp: every host sees it, which is not true
 # of /tmp (each host has its own).

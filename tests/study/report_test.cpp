@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "study/report.h"
 #include "study_test_util.h"
@@ -18,6 +20,17 @@ using testing::read_file;
 using testing::TempDir;
 using testing::write_file;
 using testing::write_run;
+
+// A run's val.csv with named columns (validation sets, task metrics) after the
+// loss ones: row i is step 5(i+1)'s tokens and losses (3.5, 3, 2.9) then
+// values[i], comma-separated in the columns' order ("" where none was scored).
+void write_val_csv(const std::string& run_dir, const std::string& columns,
+                   const std::vector<std::string>& values) {
+  const std::vector<std::string> losses = {"5,640,3.5,3.5", "10,1280,3,3", "15,1920,2.9,2.9"};
+  std::string text = "step,tokens,val_loss,best_val_loss," + columns + "\n";
+  for (size_t i = 0; i < values.size(); ++i) text += losses.at(i) + "," + values[i] + "\n";
+  write_file(run_dir + "/val.csv", text);
+}
 
 class ReportTest : public ::testing::Test {
  protected:
@@ -104,9 +117,7 @@ TEST_F(ReportTest, TablesListExcludedRunsAndNPerVariant) {
 // A run with named validation sets: curves.csv keeps the first set's val_loss,
 // set_curves.csv holds every named set's curve.
 TEST_F(ReportTest, NamedValidationSetsGetTheirOwnCurves) {
-  write_file(dir / "moe/seed0/val.csv",
-             "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n"
-             "5,640,3.5,3.5,3.5,4.25\n10,1280,3,3,3,4\n");
+  write_val_csv(dir / "moe/seed0", "val_loss/web,val_loss/code", {"3.5,4.25", "3,4"});
   write_report_tables(build_report(plan), dir.str());
   const std::string curves = read_file(dir / "curves.csv");
   EXPECT_EQ(
@@ -127,17 +138,13 @@ TEST_F(ReportTest, NamedValidationSetsGetTheirOwnCurves) {
 // where the task was scored) as mean ± std over finished seeds, the MoE and its
 // matched dense side by side, and each pair's per-seed gap against its spread.
 TEST_F(ReportTest, DownstreamTasksGetATableGapsAndCurves) {
-  auto val_csv = [&](const std::string& run, const std::string& first, const std::string& last) {
-    write_file(dir / (run + "/val.csv"),
-               "step,tokens,val_loss,best_val_loss,task/blimp/acc,task/blimp/bpb\n"
-               "5,640,3.5,3.5," +
-                   first + ",2.5\n10,1280,3,3,,\n15,1920,2.9,2.9," + last + ",2\n");
-  };
-  val_csv("moe/seed0", "0.5", "0.6");
-  val_csv("moe/seed1", "0.5", "0.7");
-  val_csv("dense_active/seed0", "0.5", "0.5");
-  val_csv("dense_active/seed1", "0.5", "0.55");
-  val_csv("dense_active/seed2", "0.5", "0.6");
+  // Scored at steps 5 and 15, not at 10.
+  const std::string tasks = "task/blimp/acc,task/blimp/bpb";
+  write_val_csv(dir / "moe/seed0", tasks, {"0.5,2.5", ",", "0.6,2"});
+  write_val_csv(dir / "moe/seed1", tasks, {"0.5,2.5", ",", "0.7,2"});
+  write_val_csv(dir / "dense_active/seed0", tasks, {"0.5,2.5", ",", "0.5,2"});
+  write_val_csv(dir / "dense_active/seed1", tasks, {"0.5,2.5", ",", "0.55,2"});
+  write_val_csv(dir / "dense_active/seed2", tasks, {"0.5,2.5", ",", "0.6,2"});
   const StudyReport report = build_report(plan);
   const std::string md = summary_markdown(report);
   EXPECT_NE(md.find("| variant | blimp/acc | blimp/bpb |"), std::string::npos) << md;
@@ -163,17 +170,12 @@ TEST_F(ReportTest, DownstreamTasksGetATableGapsAndCurves) {
 // final loss per set as mean ± std over finished seeds, and each pair's
 // per-seed gap per set against its spread.
 TEST_F(ReportTest, NamedValidationSetsGetAFinalLossTableAndGapsPerSet) {
-  auto val_csv = [&](const std::string& run, const std::string& en, const std::string& ru) {
-    write_file(dir / (run + "/val.csv"),
-               "step,tokens,val_loss,best_val_loss,val_loss/en,val_loss/ru\n"
-               "5,640,3.5,3.5,3.5,9\n10,1280,3,3," +
-                   en + "," + ru + "\n");
-  };
-  val_csv("moe/seed0", "3", "5");
-  val_csv("moe/seed1", "3.2", "5.5");
-  val_csv("dense_active/seed0", "3.1", "6");
-  val_csv("dense_active/seed1", "3.2", "6.1");
-  val_csv("dense_active/seed2", "3.3", "6.2");
+  const std::string sets = "val_loss/en,val_loss/ru";
+  write_val_csv(dir / "moe/seed0", sets, {"3.5,9", "3,5"});
+  write_val_csv(dir / "moe/seed1", sets, {"3.5,9", "3.2,5.5"});
+  write_val_csv(dir / "dense_active/seed0", sets, {"3.5,9", "3.1,6"});
+  write_val_csv(dir / "dense_active/seed1", sets, {"3.5,9", "3.2,6.1"});
+  write_val_csv(dir / "dense_active/seed2", sets, {"3.5,9", "3.3,6.2"});
   const StudyReport report = build_report(plan);
   const std::string md = summary_markdown(report);
   EXPECT_NE(
@@ -211,9 +213,7 @@ TEST_F(ReportTest, PlotsAreWrittenWhenMatplotlibExists) {
     GTEST_SKIP() << "no python3 with matplotlib";
   }
   // One run with named validation sets: set_curves.png too.
-  write_file(dir / "moe/seed0/val.csv",
-             "step,tokens,val_loss,best_val_loss,val_loss/web,val_loss/code\n"
-             "5,640,3.5,3.5,3.5,4.25\n10,1280,3,3,3,4\n");
+  write_val_csv(dir / "moe/seed0", "val_loss/web,val_loss/code", {"3.5,4.25", "3,4"});
   write_report_tables(build_report(plan), dir.str());
   ASSERT_TRUE(render_plots(dir.str(), MOELAB_SOURCE_DIR "/src/study/plot_study.py"));
   for (const char* png : {"curves.png", "gaps.png", "set_curves.png"}) {
