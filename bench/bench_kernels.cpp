@@ -3,7 +3,9 @@
 // (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16;
 // the grouped matmul at the fine-grained MoE's gate|up GEMM (64 experts of
 // width 128, top-8: 64 groups of 512 rows, 256 -> 256), in bf16 where this CPU
-// runs its kernel.
+// runs its kernel. Then a fine-grained layer's routing (forward only, no
+// gradient): the top-8 of 64 experts for 2048 tokens (moe-small's batch) and
+// the sort of their 16384 assignments by expert.
 //
 // bench_kernels [--threads 2] [--reps 20]
 #include <fmt/format.h>
@@ -17,7 +19,9 @@
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "kernels/top_k.h"
 #include "model/rope.h"
+#include "model/token_permutation.h"
 #include "util/allocator.h"
 #include "util/stopwatch.h"
 
@@ -29,6 +33,14 @@ double time_ms(const std::function<torch::Tensor()>& forward, const torch::Tenso
   forward().backward(grad);
   const Stopwatch watch;
   for (int i = 0; i < reps; ++i) forward().backward(grad);
+  return watch.peek() / reps;
+}
+
+// Milliseconds per call of a function without a backward, after one warm-up call.
+double time_forward_ms(const std::function<void()>& call, int reps) {
+  call();
+  const Stopwatch watch;
+  for (int i = 0; i < reps; ++i) call();
   return watch.peek() / reps;
 }
 
@@ -88,6 +100,22 @@ void bench(c10::ScalarType dtype, int reps) {
   }
 }
 
+void bench_routing(int reps) {
+  const int64_t experts = 64, k = 8;
+  const auto logits = torch::randn({2048, experts});
+  row("top_k", torch::kFloat32, time_forward_ms([&] { top_k_indices(logits, k); }, reps),
+      time_forward_ms([&] { logits.topk(k, -1); }, reps));
+  const auto ids = top_k_indices(logits, k);
+  const auto sort_by_torch = [&] {
+    const auto flat = ids.reshape({-1});
+    const auto order = std::get<1>(flat.sort(/*stable=*/true, 0, false));
+    torch::empty_like(order).scatter_(0, order, torch::arange(order.numel(), order.options()));
+    flat.bincount({}, experts).to(torch::kCPU);
+  };
+  row("sort", torch::kInt64, time_forward_ms([&] { sort_assignments(ids, experts); }, reps),
+      time_forward_ms(sort_by_torch, reps));
+}
+
 }  // namespace
 }  // namespace moelab
 
@@ -103,5 +131,7 @@ int main(int argc, char** argv) {
   fmt::print("ms per forward + backward, {} threads\n{:<10} {:<9} {:>9} {:>12} {:>8}\n", threads,
              "kernel", "dtype", "fused", "composition", "speedup");
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) moelab::bench(dtype, reps);
+  fmt::print("ms per call, no backward\n");
+  moelab::bench_routing(reps);
   return 0;
 }

@@ -42,8 +42,8 @@ using grouped_gemm::Word;
 
 // Matrix m[i][j] = m[i * si + j * sj] of `rows` x `cols` as [ceil(rows / 2), cols]
 // words: word (p, j) holds m[2p][j] and m[2p + 1][j] (zero past the last row).
-void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols, int64_t si, int64_t sj,
-                    Word* out) {
+MOELAB_BF16_DOT_TARGET void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols,
+                                           int64_t si, int64_t sj, Word* out) {
   for (int64_t p = 0; 2 * p < rows; ++p) {
     const uint16_t* lo = m + 2 * p * si;
     Word* o = out + p * cols;
@@ -103,6 +103,22 @@ const uint16_t* bits(const torch::Tensor& t) {
   return reinterpret_cast<const uint16_t*>(t.data_ptr<c10::BFloat16>());
 }
 
+MOELAB_BF16_DOT_TARGET void pack_transposed_pairs(const uint16_t* m, int64_t rows, int64_t cols,
+                                                  int64_t sj, Word* out);
+
+// Group g's weight [K, N] as pairs of rows (pack_row_pairs). A transposed view
+// of an [N, K] matrix (the experts' [E, out, in] stacks) already holds each pair
+// in one word: transposed as words, 16 x 16 at a time.
+void pack_weight(const torch::Tensor& w, int64_t g, Word* out) {
+  const int64_t k = w.size(1), n = w.size(2);
+  const uint16_t* m = bits(w) + g * w.stride(0);
+  const bool word_aligned = reinterpret_cast<std::uintptr_t>(m) % sizeof(Word) == 0;
+  if (w.stride(1) == 1 && w.stride(2) % 2 == 0 && k % 2 == 0 && word_aligned) {
+    return pack_transposed_pairs(m, k, n, w.stride(2), out);
+  }
+  pack_row_pairs(m, k, n, w.stride(1), w.stride(2), out);
+}
+
 // y[rows, N] = group g's rows of x[rows, K] times w[g] ([E, K, N], any strides).
 torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts, bool amx) {
@@ -111,8 +127,7 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
   auto* packed_words = reinterpret_cast<Word*>(packed.data_ptr<int32_t>());
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      pack_row_pairs(bits(w) + g * w.stride(0), k, n, w.stride(1), w.stride(2),
-                     packed_words + g * pairs * n);
+      pack_weight(w, g, packed_words + g * pairs * n);
     }
   });
   auto y = torch::empty({x.size(0), n}, x.options());
@@ -132,6 +147,7 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
 // intrinsics' headers once inlined here (a false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 // out[j * stride + q] = r[q][j] for a 16 x 16 block of words r[q] (16 each):
 // pairs of 32-bit words, then of 64-bit words, then 128-bit lanes swapped.
@@ -160,30 +176,57 @@ MOELAB_BF16_DOT_TARGET void store_transposed(const __m512i (&r)[16], Word* out, 
   }
 }
 
+// pack_row_pairs of m[i][j] = m[i + j * sj] (rows even, cols a multiple of 16,
+// m 4-byte aligned): word (p, j) is the word at m + j * sj + 2p.
+MOELAB_BF16_DOT_TARGET void pack_transposed_pairs(const uint16_t* m, int64_t rows, int64_t cols,
+                                                  int64_t sj, Word* out) {
+  const int64_t pairs = rows / 2, full = pairs / 16 * 16;
+  const auto* words = reinterpret_cast<const Word*>(m);
+  const int64_t step = sj / 2;
+  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+    for (int64_t p0 = 0; p0 < full; p0 += 16) {
+      __m512i r[16];
+      for (int q = 0; q < 16; ++q) r[q] = _mm512_loadu_si512(words + (j0 + q) * step + p0);
+      store_transposed(r, out + p0 * cols + j0, cols);
+    }
+    for (int64_t p = full; p < pairs; ++p) {
+      for (int64_t j = j0; j < j0 + 16; ++j) out[p * cols + j] = words[j * step + p];
+    }
+  }
+}
+
+// Columns j0 .. j0 + 15 of row i of m (row stride si) as 32-bit words, zeros
+// past the last row.
+MOELAB_BF16_DOT_TARGET __m512i widened_row(const uint16_t* m, int64_t i, int64_t rows, int64_t si,
+                                           int64_t j0) {
+  static const uint16_t zeros[16] = {};
+  const uint16_t* at = i < rows ? m + i * si + j0 : zeros;
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)));
+}
+
 // Matrix m (as in pack_row_pairs, its columns contiguous, cols a multiple of
 // 16) transposed into [cols, pairs] words: word (j, p) holds m[2p][j] and
 // m[2p + 1][j], zero past the last row. AMX's A operand for the weight
 // gradient, whose rows must hold their pairs in a row. In blocks of 16 pairs x
-// 16 columns, transposed in registers; the blocks with the last row, by word.
+// 16 columns, transposed in registers, rows past the last read as zeros (every
+// group ends in such a block, and a fine-grained layer has many groups); a
+// block past `pairs` (never, when pairs is a multiple of 16), by word.
 MOELAB_BF16_DOT_TARGET void pack_column_pairs(const uint16_t* m, int64_t rows, int64_t cols,
                                               int64_t si, int64_t pairs, Word* out) {
   for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
-    const bool full = 2 * (p0 + 16) <= rows && p0 + 16 <= pairs;
     for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-      if (full) {
+      if (p0 + 16 <= pairs) {
         __m512i r[16];
         for (int q = 0; q < 16; ++q) {
-          const auto* lo = reinterpret_cast<const __m256i*>(m + 2 * (p0 + q) * si + j0);
-          const auto* hi = reinterpret_cast<const __m256i*>(m + (2 * (p0 + q) + 1) * si + j0);
-          r[q] =
-              _mm512_or_si512(_mm512_cvtepu16_epi32(_mm256_loadu_si256(lo)),
-                              _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(hi)), 16));
+          const int64_t lo = 2 * (p0 + q);
+          r[q] = _mm512_or_si512(widened_row(m, lo, rows, si, j0),
+                                 _mm512_slli_epi32(widened_row(m, lo + 1, rows, si, j0), 16));
         }
         store_transposed(r, out + j0 * pairs + p0, pairs);
         continue;
       }
       for (int64_t j = j0; j < j0 + 16; ++j) {
-        for (int64_t p = p0; p < std::min(p0 + 16, pairs); ++p) {
+        for (int64_t p = p0; p < pairs; ++p) {
           const Word lo = 2 * p < rows ? m[2 * p * si + j] : 0;
           const Word hi = 2 * p + 1 < rows ? m[(2 * p + 1) * si + j] : 0;
           out[j * pairs + p] = lo | hi << 16;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/slot_sum.h"
 #include "model/activation_checkpoint.h"
 #include "model/compute.h"
 #include "model/phase_timer.h"
@@ -103,7 +104,7 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   {
     PhaseScope phase(Phase::kCombine);
     const auto per_slot = dispatcher_->combine(expert_out);  // [T, k, d]
-    out.y = torch::bmm(route.gates.to(compute_dtype).unsqueeze(1), per_slot).squeeze(1);
+    out.y = weighted_slot_sum(per_slot, route.gates.to(compute_dtype));
   }
   if (shared) {
     PhaseScope phase(Phase::kExperts);

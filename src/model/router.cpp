@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/top_k.h"
 #include "model/compute.h"
 #include "util/error.h"
 
@@ -83,7 +84,7 @@ torch::Tensor RouterImpl::choose_experts(const torch::Tensor& logits,
     choice = choice.masked_fill(group_limited_mask(affinity, groups_).logical_not(),
                                 -std::numeric_limits<double>::infinity());
   }
-  return std::get<1>(choice.topk(top_k_, -1));
+  return top_k_indices(choice, top_k_);
 }
 
 torch::Tensor group_limited_mask(const torch::Tensor& affinity_TE, const GroupLimit& groups) {

@@ -4,11 +4,18 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
+#include <limits>
+#include <utility>
+#include <vector>
+
 #include "kernels/grouped_matmul.h"
 #include "kernels/linear_cross_entropy.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/slot_sum.h"
 #include "kernels/swiglu.h"
+#include "kernels/top_k.h"
 
 namespace moelab {
 namespace {
@@ -134,6 +141,33 @@ TEST_P(KernelsTest, LinearCrossEntropyMatchesCompositionAcrossChunks) {
                "linear_cross_entropy without gradients");
 }
 
+// The MoE layer's combine: per-slot expert outputs [T, k, d] as the dispatcher
+// returns them (a zero row for a dropped slot), gates [T, k].
+TEST_P(KernelsTest, WeightedSlotSumMatchesBmm) {
+  const auto dtype = GetParam();
+  for (const int64_t k : {1, 2, 8}) {
+    auto per_slot = randn({37, k, 24});
+    per_slot.select(1, k - 1)[5].zero_();
+    expect_same_as_reference(
+        {per_slot, randn({37, k})},
+        [&](const auto& in) { return weighted_slot_sum(in[0], in[1]); },
+        [&](const auto& in) { return weighted_slot_sum_reference(in[0], in[1]); },
+        tolerance(dtype), "weighted_slot_sum k=" + std::to_string(k));
+  }
+}
+
+// The gradient of a token's row gathered once per slot: rows indexed past the
+// last (N = 13 here) are dropped slots and add nothing.
+TEST_P(KernelsTest, GatherSlotSumMatchesIndexingAndSumming) {
+  const auto dtype = GetParam();
+  const auto rows = randn({13, 20});
+  const auto index = torch::randint(0, 16, {9, 3}, torch::kLong);
+  const auto padded = torch::cat({rows, torch::zeros({3, 20}, rows.options())});
+  const auto want =
+      padded.to(torch::kFloat64).index_select(0, index.reshape(-1)).view({9, 3, 20}).sum(1);
+  expect_close(gather_slot_sum(rows, index), want.to(dtype), tolerance(dtype), "gather_slot_sum");
+}
+
 TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
   // An expert that received no tokens runs on zero rows.
   const auto [cos, sin] = rope_tables(4, 8);
@@ -163,9 +197,11 @@ TEST_P(KernelsTest, EmptyInputsGiveEmptyOutputsAndGradients) {
 TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
   torch::manual_seed(3);
   const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
-  const int64_t rows = 133, k = 64;
+  const int64_t rows = 133;
   const auto bf16 = torch::TensorOptions(torch::kBFloat16);
-  for (const auto tiles : {CpuTiles::kBest, CpuTiles::kAvx512Dot}) {
+  // K = 48: 24 pairs, a block of 16 transposed in registers and 8 by word.
+  for (const auto& [tiles, k] : std::vector<std::pair<CpuTiles, int64_t>>{
+           {CpuTiles::kBest, 64}, {CpuTiles::kAvx512Dot, 64}, {CpuTiles::kBest, 48}}) {
     // 24: not a multiple of 16: _grouped_mm.
     for (const int64_t columns : {int64_t{96}, int64_t{80}, int64_t{24}}) {
       expect_same_as_reference(
@@ -179,7 +215,7 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
                 .to(torch::kBFloat16);
           },
           {1e-2, 2e-2},
-          "grouped_matmul N=" + std::to_string(columns) +
+          "grouped_matmul K=" + std::to_string(k) + " N=" + std::to_string(columns) +
               (tiles == CpuTiles::kBest ? " (best tiles)" : " (AVX512-BF16 tiles)"));
     }
   }
@@ -233,6 +269,34 @@ TEST(GroupedMatmulTest, CountsThatDoNotSumToTheRowsAreRefused) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,
                          ::testing::Values(torch::kFloat32, torch::kBFloat16, torch::kFloat64),
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
+
+// Against torch::topk on distinct values (ties are where the two may differ):
+// the router's shapes, k = cols, a strided input, -inf entries (group limits), double.
+TEST(TopK, SameIndicesAsTorchTopkInTheSameOrder) {
+  torch::manual_seed(7);
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {2048, 64, 8}, {2048, 4, 2}, {33, 7, 7}, {5, 1, 1}, {0, 6, 2}};
+  for (const auto& [rows, cols, k] : shapes) {
+    for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+      auto values = torch::randn({rows, cols}, dtype);
+      if (cols > 2) values.select(1, 1).fill_(-std::numeric_limits<double>::infinity());
+      const auto want = std::get<1>(values.topk(k, -1));
+      EXPECT_TRUE(torch::equal(top_k_indices(values, k), want))
+          << rows << "x" << cols << " top-" << k << " " << dtype;
+    }
+  }
+  const auto wide = torch::randn({40, 64});
+  const auto strided = wide.narrow(1, 0, 32);
+  EXPECT_TRUE(torch::equal(top_k_indices(strided, 8), std::get<1>(strided.topk(8, -1))));
+}
+
+TEST(TopK, TiesGoToTheLowerIndexAndNanRanksFirst) {
+  const auto nan = std::numeric_limits<float>::quiet_NaN();
+  const auto values = torch::tensor({1.f, 3.f, 3.f, 0.f, 3.f, nan, 2.f, 2.f}).view({2, 4});
+  const auto got = top_k_indices(values, 2);
+  EXPECT_TRUE(torch::equal(got, torch::tensor({1L, 2L, 1L, 0L}).view({2, 2}))) << got;
+  EXPECT_THROW(top_k_indices(values, 5), c10::Error);
+}
 
 }  // namespace
 }  // namespace moelab

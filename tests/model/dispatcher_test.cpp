@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/local_dispatcher.h"
+#include "model/token_permutation.h"
 
 namespace moelab {
 namespace {
@@ -93,6 +94,36 @@ TEST(LocalDispatcher, EmptyBatchRoundTripsWithAnEmptyGradient) {
   EXPECT_EQ(combined.sizes(), (std::vector<int64_t>{0, 2, 3}));
   combined.sum().backward();
   EXPECT_EQ(hidden.grad().sizes(), (std::vector<int64_t>{0, 3}));
+}
+
+// The CPU's counting sort against torch's stable sort (the path devices take):
+// the same order, its inverse, counts and kept, with drops, at a fine-grained
+// layer's size.
+TEST(SortAssignments, CountingSortMatchesTorchsStableSort) {
+  torch::manual_seed(3);
+  const int64_t experts = 64;
+  const auto ids = torch::randint(-1, experts, {2048, 8}, torch::kLong);
+  const auto sorted = sort_assignments(ids, experts);
+
+  const auto flat = ids.reshape({-1});
+  const auto keys = torch::where(flat < 0, experts, flat);
+  const auto order = std::get<1>(keys.sort(/*stable=*/true, 0, false));
+  EXPECT_TRUE(torch::equal(sorted.order, order));
+  EXPECT_TRUE(torch::equal(sorted.order.index_select(0, sorted.unsort),
+                           torch::arange(flat.numel(), torch::kLong)));
+  const auto counts = keys.bincount({}, experts + 1);
+  EXPECT_EQ(sorted.counts,
+            std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + experts));
+  EXPECT_EQ(sorted.kept, (flat >= 0).sum().item<int64_t>());
+  EXPECT_EQ(sorted.tokens, 2048);
+  EXPECT_EQ(sorted.slots, 8);
+}
+
+TEST(SortAssignments, RejectsIdsOutsideMinusOneToExperts) {
+  for (const int64_t bad : {-2L, 4L}) {
+    const auto ids = torch::tensor(std::vector<int64_t>{0, bad, 1, 2}).view({2, 2});
+    EXPECT_THROW(sort_assignments(ids, 4), std::invalid_argument) << bad;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+// The indices of each row's k largest values, as the router chooses experts.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace moelab {
+
+// [rows, k] int64: row r's k largest entries of values_RC, largest first; NaN
+// ranks above every number (as torch::topk), ties go to the lower index. On the
+// CPU for float and double one insertion pass per row (torch::topk copies each
+// row into (value, index) pairs and selects among them); elsewhere torch::topk.
+at::Tensor top_k_indices(const at::Tensor& values_RC, int64_t k);
+
+}  // namespace moelab
