@@ -5,8 +5,18 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/topk.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "util/cpu_features.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MOELAB_TOP_K_AVX512 1
+#endif
 
 namespace moelab {
 namespace {
@@ -33,6 +43,69 @@ void top_k_row(const T* v, int64_t cols, int64_t k, T* best, int64_t* index) {
   }
 }
 
+#ifdef MOELAB_TOP_K_AVX512
+constexpr int64_t kMaxVectors = 16;  // rows of up to 256 values
+
+// GCC 12 warns of the self-initialised "undefined" vectors inside the
+// intrinsics' headers once inlined here (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// One fp32 row of at most 16 * kMaxVectors values held in registers: k rounds,
+// each taking the largest value not yet taken (the lowest index among equals,
+// as top_k_row) without a branch per value. False, with nothing written, for a
+// row holding a NaN, whose order max instructions do not keep.
+__attribute__((target("avx512f"))) bool top_k_row_avx512(const float* v, int64_t cols, int64_t k,
+                                                         int64_t* index) {
+  const int64_t vectors = (cols + 15) / 16;
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 x[kMaxVectors];
+  __mmask16 open[kMaxVectors];  // the lanes inside the row not yet taken
+  __mmask16 nan = 0;
+  for (int64_t q = 0; q < vectors; ++q) {
+    const int64_t lanes = std::min<int64_t>(16, cols - 16 * q);
+    open[q] = static_cast<__mmask16>((1u << lanes) - 1);
+    x[q] = _mm512_mask_loadu_ps(lowest, open[q], v + 16 * q);
+    nan |= _mm512_cmp_ps_mask(x[q], x[q], _CMP_UNORD_Q);
+  }
+  if (nan != 0) return false;
+  for (int64_t r = 0; r < k; ++r) {
+    __m512 best = lowest;
+    for (int64_t q = 0; q < vectors; ++q) best = _mm512_mask_max_ps(best, open[q], best, x[q]);
+    const __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(best));
+    for (int64_t q = 0; q < vectors; ++q) {
+      const __mmask16 hit = _mm512_mask_cmpeq_ps_mask(open[q], x[q], top);
+      if (hit == 0) continue;
+      const int lane = __builtin_ctz(hit);
+      index[r] = 16 * q + lane;
+      open[q] = static_cast<__mmask16>(open[q] & ~(1u << lane));
+      break;
+    }
+  }
+  return true;
+}
+#pragma GCC diagnostic pop
+#endif
+
+// Row by row: in registers where the CPU has AVX-512 and the row fits and holds
+// no NaN; else top_k_row.
+template <typename T>
+void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k, int64_t* index) {
+  std::vector<T> best(k);
+  for (int64_t r = begin; r < end; ++r) {
+#ifdef MOELAB_TOP_K_AVX512
+    if constexpr (std::is_same_v<T, float>) {
+      static const bool avx512 = cpu_features().avx512f;
+      if (avx512 && cols <= 16 * kMaxVectors &&
+          top_k_row_avx512(v + r * cols, cols, k, index + r * k)) {
+        continue;
+      }
+    }
+#endif
+    top_k_row(v + r * cols, cols, k, best.data(), index + r * k);
+  }
+}
+
 }  // namespace
 
 at::Tensor top_k_indices(const at::Tensor& values_RC, int64_t k) {
@@ -50,10 +123,7 @@ at::Tensor top_k_indices(const at::Tensor& values_RC, int64_t k) {
     const scalar_t* v = values.data_ptr<scalar_t>();
     int64_t* index = index_RK.data_ptr<int64_t>();
     at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
-      std::vector<scalar_t> best(k);
-      for (int64_t r = begin; r < end; ++r) {
-        top_k_row(v + r * cols, cols, k, best.data(), index + r * k);
-      }
+      top_k_rows(v, begin, end, cols, k, index);
     });
   });
   return index_RK;

@@ -149,10 +149,9 @@ TEST_P(KernelsTest, WeightedSlotSumMatchesBmm) {
     auto per_slot = randn({37, k, 24});
     per_slot.select(1, k - 1)[5].zero_();
     expect_same_as_reference(
-        {per_slot, randn({37, k})},
-        [&](const auto& in) { return weighted_slot_sum(in[0], in[1]); },
-        [&](const auto& in) { return weighted_slot_sum_reference(in[0], in[1]); },
-        tolerance(dtype), "weighted_slot_sum k=" + std::to_string(k));
+        {per_slot, randn({37, k})}, [&](const auto& in) { return weighted_slot_sum(in[0], in[1]); },
+        [&](const auto& in) { return weighted_slot_sum_reference(in[0], in[1]); }, tolerance(dtype),
+        "weighted_slot_sum k=" + std::to_string(k));
   }
 }
 
@@ -271,11 +270,12 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
 
 // Against torch::topk on distinct values (ties are where the two may differ):
-// the router's shapes, k = cols, a strided input, -inf entries (group limits), double.
+// the router's shapes, k = cols, a row too long for registers, a strided input,
+// -inf entries (group limits), double.
 TEST(TopK, SameIndicesAsTorchTopkInTheSameOrder) {
   torch::manual_seed(7);
-  const std::vector<std::array<int64_t, 3>> shapes = {
-      {2048, 64, 8}, {2048, 4, 2}, {33, 7, 7}, {5, 1, 1}, {0, 6, 2}};
+  const std::vector<std::array<int64_t, 3>> shapes = {{2048, 64, 8}, {2048, 4, 2}, {33, 7, 7},
+                                                      {5, 1, 1},     {0, 6, 2},    {50, 300, 5}};
   for (const auto& [rows, cols, k] : shapes) {
     for (const auto dtype : {torch::kFloat, torch::kDouble}) {
       auto values = torch::randn({rows, cols}, dtype);
@@ -293,8 +293,11 @@ TEST(TopK, SameIndicesAsTorchTopkInTheSameOrder) {
 TEST(TopK, TiesGoToTheLowerIndexAndNanRanksFirst) {
   const auto nan = std::numeric_limits<float>::quiet_NaN();
   const auto values = torch::tensor({1.f, 3.f, 3.f, 0.f, 3.f, nan, 2.f, 2.f}).view({2, 4});
-  const auto got = top_k_indices(values, 2);
-  EXPECT_TRUE(torch::equal(got, torch::tensor({1L, 2L, 1L, 0L}).view({2, 2}))) << got;
+  // fp32 rows in registers (the second, with its NaN, by insertion), double by insertion.
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    const auto got = top_k_indices(values.to(dtype), 2);
+    EXPECT_TRUE(torch::equal(got, torch::tensor({1L, 2L, 1L, 0L}).view({2, 2}))) << got;
+  }
   EXPECT_THROW(top_k_indices(values, 5), c10::Error);
 }
 
