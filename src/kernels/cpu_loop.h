@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include <ATen/core/Tensor.h>
 #include <c10/util/BFloat16.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -17,6 +18,14 @@
 #endif
 
 namespace moelab::cpu {
+
+// Whether these loops take t: a CPU tensor of fp32, fp64 or bf16 (the dtypes
+// load and store below cover); the kernels fall back to LibTorch otherwise.
+inline bool loops_cover(const at::Tensor& t) {
+  const auto dtype = t.scalar_type();
+  return t.device().is_cpu() &&
+         (dtype == at::kFloat || dtype == at::kDouble || dtype == at::kBFloat16);
+}
 
 // Rows per task of at::parallel_for: enough elements to pay for a task.
 inline int64_t row_grain(int64_t width) {

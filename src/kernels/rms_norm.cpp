@@ -111,10 +111,9 @@ struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
 };
 
 bool kernel_covers(const torch::Tensor& x, const torch::Tensor& weight, c10::ScalarType out) {
-  const auto t = x.scalar_type();
-  const bool floating = t == torch::kFloat32 || t == torch::kFloat64 || t == torch::kBFloat16;
-  return x.device().is_cpu() && weight.device().is_cpu() && floating && weight.scalar_type() == t &&
-         (out == t || out == torch::kBFloat16) && x.dim() >= 1;
+  return cpu::loops_cover(x) && weight.device().is_cpu() &&
+         weight.scalar_type() == x.scalar_type() &&
+         (out == x.scalar_type() || out == torch::kBFloat16) && x.dim() >= 1;
 }
 
 }  // namespace

@@ -65,9 +65,7 @@ struct RopeFunction : torch::autograd::Function<RopeFunction> {
 };
 
 bool kernel_covers(const torch::Tensor& x) {
-  const auto t = x.scalar_type();
-  return x.device().is_cpu() && x.dim() == 4 && x.size(3) % 2 == 0 &&
-         (t == torch::kFloat32 || t == torch::kFloat64 || t == torch::kBFloat16);
+  return cpu::loops_cover(x) && x.dim() == 4 && x.size(3) % 2 == 0;
 }
 
 }  // namespace

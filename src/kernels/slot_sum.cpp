@@ -16,12 +16,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-bool kernel_covers(const at::Tensor& t) {
-  const auto dtype = t.scalar_type();
-  return t.device().is_cpu() &&
-         (dtype == torch::kFloat32 || dtype == torch::kFloat64 || dtype == torch::kBFloat16);
-}
-
 // Slot by slot into an fp32 row (acc, d wide), so that each loop runs along
 // the contiguous d.
 template <typename T>
@@ -132,7 +126,7 @@ at::Tensor weighted_slot_sum(const at::Tensor& per_slot_TKD, const at::Tensor& g
                   gates_TK.scalar_type() == per_slot_TKD.scalar_type(),
               "weighted_slot_sum: expected per_slot [T, k, d] and gates [T, k] of one dtype, got ",
               per_slot_TKD.sizes(), " and ", gates_TK.sizes());
-  if (!kernel_covers(per_slot_TKD) || !gates_TK.device().is_cpu() || per_slot_TKD.numel() == 0) {
+  if (!cpu::loops_cover(per_slot_TKD) || !gates_TK.device().is_cpu() || per_slot_TKD.numel() == 0) {
     return weighted_slot_sum_reference(per_slot_TKD, gates_TK);
   }
   return WeightedSlotSum::apply(per_slot_TKD, gates_TK);
@@ -148,7 +142,7 @@ at::Tensor gather_slot_sum(const at::Tensor& rows_ND, const at::Tensor& index_TK
               rows_ND.sizes(), " and ", index_TK.sizes());
   const int64_t n = rows_ND.size(0), d = rows_ND.size(1);
   const int64_t tokens = index_TK.size(0), k = index_TK.size(1);
-  if (!kernel_covers(rows_ND) || !index_TK.device().is_cpu()) {
+  if (!cpu::loops_cover(rows_ND) || !index_TK.device().is_cpu()) {
     const auto padded = torch::cat({rows_ND, torch::zeros({1, d}, rows_ND.options())});
     const auto per_slot =
         padded.index_select(0, index_TK.reshape(-1).clamp_max(n)).view({tokens, k, d});

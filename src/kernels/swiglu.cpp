@@ -81,9 +81,7 @@ struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
 };
 
 bool kernel_covers(const torch::Tensor& gate_up) {
-  const auto t = gate_up.scalar_type();
-  return gate_up.device().is_cpu() && gate_up.dim() >= 1 && gate_up.size(-1) % 2 == 0 &&
-         (t == torch::kFloat32 || t == torch::kFloat64 || t == torch::kBFloat16);
+  return cpu::loops_cover(gate_up) && gate_up.dim() >= 1 && gate_up.size(-1) % 2 == 0;
 }
 
 }  // namespace

@@ -91,15 +91,16 @@ __attribute__((target("avx512f"))) bool top_k_row_avx512(const float* v, int64_t
 // no NaN; else top_k_row.
 template <typename T>
 void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k, int64_t* index) {
+#ifdef MOELAB_TOP_K_AVX512
+  // Rows of this width and dtype fit top_k_row_avx512 on this CPU.
+  const bool registers =
+      std::is_same_v<T, float> && cols <= 16 * kMaxVectors && cpu_features().avx512f;
+#endif
   std::vector<T> best(k);
   for (int64_t r = begin; r < end; ++r) {
 #ifdef MOELAB_TOP_K_AVX512
     if constexpr (std::is_same_v<T, float>) {
-      static const bool avx512 = cpu_features().avx512f;
-      if (avx512 && cols <= 16 * kMaxVectors &&
-          top_k_row_avx512(v + r * cols, cols, k, index + r * k)) {
-        continue;
-      }
+      if (registers && top_k_row_avx512(v + r * cols, cols, k, index + r * k)) continue;
     }
 #endif
     top_k_row(v + r * cols, cols, k, best.data(), index + r * k);
