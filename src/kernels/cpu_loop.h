@@ -32,13 +32,27 @@ inline int64_t row_grain(int64_t width) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1));
 }
 
+// c ? a : b as a mask on the bits, not a branch: GCC keeps a float ?: (which
+// must pass NaN through) a branch until the vectoriser, and jump threading
+// would first copy the code after it into each side.
+inline float select(bool c, float a, float b) {
+  uint32_t ia, ib;
+  std::memcpy(&ia, &a, sizeof(ia));
+  std::memcpy(&ib, &b, sizeof(ib));
+  const uint32_t mask = 0u - static_cast<uint32_t>(c);
+  const uint32_t bits = (ia & mask) | (ib & ~mask);
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
 // exp(x) in fp32 without a library call or a branch, so that loops calling it
 // vectorise: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r)
 // (the Cephes expf coefficients), scaled by 2^n through the exponent bits.
 // Relative error about 2e-7; x is clamped to [-87, 88], where 2^n stays normal.
 inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
+  x = select(x < -87.0f, -87.0f, x);
+  x = select(x > 88.0f, 88.0f, x);
   const float nf = __builtin_floorf(x * 1.44269504f + 0.5f);
   const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -120,6 +120,25 @@ TEST_P(KernelsTest, SwigluMatchesComposition) {
       [](const auto& in) { return swiglu_reference(in[0]); }, tolerance(GetParam()), "swiglu");
 }
 
+TEST_P(KernelsTest, SwigluClampsExpAtBothEndsAndPassesNanThrough) {
+  // Gates far past exp's range (the kernel clamps its argument to [-87, 88])
+  // at every position of a row, in the vector loop's lanes and in its tail.
+  const int64_t h = 40;
+  const auto far = torch::tensor({-1000.0, -100.0, -88.5, 89.0, 100.0, 1000.0}, torch::kFloat64);
+  const auto a = far.repeat(h).narrow(0, 0, 3 * h).view({3, h});
+  const auto gate_up = torch::cat({a, randn({3, h}).to(torch::kFloat64)}, -1).to(GetParam());
+  expect_same_as_reference(
+      {gate_up}, [](const auto& in) { return swiglu(in[0]); },
+      [](const auto& in) { return swiglu_reference(in[0]); }, tolerance(GetParam()),
+      "swiglu far from zero");
+
+  auto with_nan = gate_up.clone();
+  with_nan.index_put_({1, 7}, std::numeric_limits<double>::quiet_NaN());
+  const auto y = swiglu(with_nan);
+  EXPECT_TRUE(torch::isnan(y[1][7]).item<bool>());
+  EXPECT_EQ(torch::isnan(y).sum().item<int64_t>(), 1);
+}
+
 TEST_P(KernelsTest, LinearCrossEntropyMatchesCompositionAcrossChunks) {
   const int64_t rows = 23, d = 16, vocab = 37;
   const auto hidden = randn({rows, d});
