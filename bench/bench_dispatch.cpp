@@ -54,7 +54,8 @@ void run(const Options& options) {
   const torch::Tensor ids =
       std::get<1>(torch::rand({tokens, options.experts}).topk(options.top_k, 1));
 
-  auto forward = [&] { return dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens); };
+  const torch::Tensor gates = torch::rand(ids.sizes()).to(hidden.scalar_type());
+  auto forward = [&] { return dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens, gates); };
   // The upstream gradient is given rather than made by a .sum(), whose bf16
   // reduction would cost more than the dispatch; the leaf's grad is reset so it
   // is written, not accumulated, as for a hidden state inside the model.
@@ -62,8 +63,8 @@ void run(const Options& options) {
   const torch::Tensor upstream = forward();
   auto forward_backward = [&] {
     trainable.mutable_grad().reset();
-    torch::autograd::backward({dispatcher.combine(dispatcher.dispatch(trainable, ids).tokens)},
-                              {upstream});
+    torch::autograd::backward(
+        {dispatcher.combine(dispatcher.dispatch(trainable, ids).tokens, gates)}, {upstream});
   };
   // Ten untimed passes first, so the heap reaches its steady size: on this VM a
   // page fault costs ~20 us and the first passes fault in fresh buffers. Timings

@@ -3,9 +3,10 @@
 // (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16;
 // the grouped matmul at the fine-grained MoE's gate|up GEMM (64 experts of
 // width 128, top-8: 64 groups of 512 rows, 256 -> 256), in bf16 where this CPU
-// runs its kernel. Then a fine-grained layer's routing (forward only, no
-// gradient): the top-8 of 64 experts for 2048 tokens (moe-small's batch) and
-// the sort of their 16384 assignments by expert.
+// runs its kernel; a fine-grained layer's combine (2048 tokens, top-8, d 128).
+// Then a fine-grained layer's routing (forward only, no gradient): the top-8 of
+// 64 experts for 2048 tokens (moe-small's batch) and the sort of their 16384
+// assignments by expert.
 //
 // bench_kernels [--threads 2] [--reps 20]
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "kernels/grouped_matmul.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/slot_sum.h"
 #include "kernels/swiglu.h"
 #include "kernels/top_k.h"
 #include "model/rope.h"
@@ -97,6 +99,19 @@ void bench(c10::ScalarType dtype, int reps) {
       fmt::print("{:<10} {:<9} {:>9.2f} ms on AVX512-BF16 tiles: AMX tiles {:.2f}x\n", "", "",
                  dot_ms, dot_ms / ms);
     }
+  }
+  {
+    // A fine-grained layer's combine (moe-small: 2048 tokens, top-8, d 128):
+    // each slot's expert output read where the dispatch put it, gate-weighted.
+    const int64_t tokens = 2048, k = 8, d = 128;
+    const auto rows = torch::randn({tokens * k, d}, opts).requires_grad_(true);
+    const auto gates = torch::rand({tokens, k}, opts).requires_grad_(true);
+    const auto index = torch::randperm(tokens * k, torch::kLong).view({tokens, k});
+    const auto grad = torch::randn({tokens, d}, opts);
+    row("combine", dtype,
+        time_ms([&] { return gather_weighted_slot_sum(rows, index, gates); }, grad, reps),
+        time_ms([&] { return gather_weighted_slot_sum_reference(rows, index, gates); }, grad,
+                reps));
   }
 }
 

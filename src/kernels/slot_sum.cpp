@@ -16,100 +16,22 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// Slot by slot into an fp32 row (acc, d wide), so that each loop runs along
+// Token t's slots, each weighted by its gate (1 where gates is null), summed
+// slot by slot into an fp32 row (acc, d wide), so that each loop runs along
 // the contiguous d.
 template <typename T>
-MOELAB_CPU_CLONES void weighted_sum_range(const T* p, const T* g, T* y, at::opmath_type<T>* acc,
-                                          int64_t begin, int64_t end, int64_t k, int64_t d) {
-  using Acc = at::opmath_type<T>;
-  for (int64_t t = begin; t < end; ++t) {
-    std::fill(acc, acc + d, Acc(0));
-    for (int64_t s = 0; s < k; ++s) {
-      const Acc gate = cpu::load(g, t * k + s);
-      const T* ps = p + (t * k + s) * d;
-#pragma omp simd
-      for (int64_t i = 0; i < d; ++i) acc[i] += gate * cpu::load(ps, i);
-    }
-    T* yt = y + t * d;
-#pragma omp simd
-    for (int64_t i = 0; i < d; ++i) cpu::store(yt, i, acc[i]);
-  }
-}
-
-// d per_slot[t, s] = gates[t, s] * gy[t]; d gates[t, s] = <gy[t], per_slot[t, s]>.
-template <typename T>
-MOELAB_CPU_CLONES void weighted_sum_backward_range(const T* gy, const T* p, const T* g, T* dp,
-                                                   T* dg, int64_t begin, int64_t end, int64_t k,
-                                                   int64_t d) {
-  using Acc = at::opmath_type<T>;
-  for (int64_t t = begin; t < end; ++t) {
-    const T* gyt = gy + t * d;
-    for (int64_t s = 0; s < k; ++s) {
-      const T* ps = p + (t * k + s) * d;
-      T* dps = dp + (t * k + s) * d;
-      const Acc gate = cpu::load(g, t * k + s);
-      Acc dot = 0;
-#pragma omp simd reduction(+ : dot)
-      for (int64_t i = 0; i < d; ++i) {
-        const Acc gyi = cpu::load(gyt, i);
-        dot += gyi * cpu::load(ps, i);
-        cpu::store(dps, i, gate * gyi);
-      }
-      cpu::store(dg, t * k + s, dot);
-    }
-  }
-}
-
-struct WeightedSlotSum : torch::autograd::Function<WeightedSlotSum> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& per_slot_in,
-                            const at::Tensor& gates_in) {
-    const auto per_slot = per_slot_in.contiguous();
-    const auto gates = gates_in.contiguous();
-    const int64_t tokens = per_slot.size(0), k = per_slot.size(1), d = per_slot.size(2);
-    auto y = torch::empty({tokens, d}, per_slot.options());
-    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, per_slot.scalar_type(), "weighted_slot_sum", [&] {
-      at::parallel_for(0, tokens, cpu::row_grain(k * d), [&](int64_t begin, int64_t end) {
-        std::vector<at::opmath_type<scalar_t>> acc(d);
-        weighted_sum_range<scalar_t>(per_slot.data_ptr<scalar_t>(), gates.data_ptr<scalar_t>(),
-                                     y.data_ptr<scalar_t>(), acc.data(), begin, end, k, d);
-      });
-    });
-    ctx->save_for_backward({per_slot, gates});
-    return y;
-  }
-
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& per_slot = saved[0];
-    const auto& gates = saved[1];
-    const auto gy = grads[0].contiguous();
-    const int64_t tokens = per_slot.size(0), k = per_slot.size(1), d = per_slot.size(2);
-    auto d_per_slot = torch::empty_like(per_slot);
-    auto d_gates = torch::empty_like(gates);
-    AT_DISPATCH_FLOATING_TYPES_AND(
-        at::kBFloat16, per_slot.scalar_type(), "weighted_slot_sum_backward", [&] {
-          at::parallel_for(0, tokens, cpu::row_grain(k * d), [&](int64_t begin, int64_t end) {
-            weighted_sum_backward_range<scalar_t>(
-                gy.data_ptr<scalar_t>(), per_slot.data_ptr<scalar_t>(), gates.data_ptr<scalar_t>(),
-                d_per_slot.data_ptr<scalar_t>(), d_gates.data_ptr<scalar_t>(), begin, end, k, d);
-          });
-        });
-    return {d_per_slot, d_gates};
-  }
-};
-
-template <typename T>
-MOELAB_CPU_CLONES void gather_sum_range(const T* rows, int64_t n, const int64_t* index, T* y,
-                                        at::opmath_type<T>* acc, int64_t begin, int64_t end,
-                                        int64_t k, int64_t d) {
+MOELAB_CPU_CLONES void gather_sum_range(const T* rows, int64_t n, const int64_t* index,
+                                        const T* gates, T* y, at::opmath_type<T>* acc,
+                                        int64_t begin, int64_t end, int64_t k, int64_t d) {
   using Acc = at::opmath_type<T>;
   for (int64_t t = begin; t < end; ++t) {
     std::fill(acc, acc + d, Acc(0));
     for (int64_t s = 0; s < k; ++s) {
       if (index[t * k + s] >= n) continue;
+      const Acc gate = gates ? cpu::load(gates, t * k + s) : Acc(1);
       const T* row = rows + index[t * k + s] * d;
 #pragma omp simd
-      for (int64_t i = 0; i < d; ++i) acc[i] += cpu::load(row, i);
+      for (int64_t i = 0; i < d; ++i) acc[i] += gate * cpu::load(row, i);
     }
     T* yt = y + t * d;
 #pragma omp simd
@@ -117,48 +39,140 @@ MOELAB_CPU_CLONES void gather_sum_range(const T* rows, int64_t n, const int64_t*
   }
 }
 
-}  // namespace
-
-at::Tensor weighted_slot_sum(const at::Tensor& per_slot_TKD, const at::Tensor& gates_TK) {
-  TORCH_CHECK(per_slot_TKD.dim() == 3 && gates_TK.dim() == 2 &&
-                  gates_TK.size(0) == per_slot_TKD.size(0) &&
-                  gates_TK.size(1) == per_slot_TKD.size(1) &&
-                  gates_TK.scalar_type() == per_slot_TKD.scalar_type(),
-              "weighted_slot_sum: expected per_slot [T, k, d] and gates [T, k] of one dtype, got ",
-              per_slot_TKD.sizes(), " and ", gates_TK.sizes());
-  if (!cpu::loops_cover(per_slot_TKD) || !gates_TK.device().is_cpu() || per_slot_TKD.numel() == 0) {
-    return weighted_slot_sum_reference(per_slot_TKD, gates_TK);
+// d rows[index[t, s]] = gates[t, s] * gy[t]; d gates[t, s] = <gy[t], rows[index[t, s]]>,
+// zero for a dropped slot.
+template <typename T>
+MOELAB_CPU_CLONES void gather_sum_backward_range(const T* gy, const T* rows, int64_t n,
+                                                 const int64_t* index, const T* gates, T* d_rows,
+                                                 T* d_gates, int64_t begin, int64_t end, int64_t k,
+                                                 int64_t d) {
+  using Acc = at::opmath_type<T>;
+  for (int64_t t = begin; t < end; ++t) {
+    const T* gyt = gy + t * d;
+    for (int64_t s = 0; s < k; ++s) {
+      const int64_t at = index[t * k + s];
+      if (at >= n) {
+        cpu::store(d_gates, t * k + s, Acc(0));
+        continue;
+      }
+      const T* row = rows + at * d;
+      T* d_row = d_rows + at * d;
+      const Acc gate = cpu::load(gates, t * k + s);
+      Acc dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t i = 0; i < d; ++i) {
+        const Acc gyi = cpu::load(gyt, i);
+        dot += gyi * cpu::load(row, i);
+        cpu::store(d_row, i, gate * gyi);
+      }
+      cpu::store(d_gates, t * k + s, dot);
+    }
   }
-  return WeightedSlotSum::apply(per_slot_TKD, gates_TK);
 }
 
-at::Tensor weighted_slot_sum_reference(const at::Tensor& per_slot_TKD, const at::Tensor& gates_TK) {
-  return torch::bmm(gates_TK.unsqueeze(1), per_slot_TKD).squeeze(1);
+// rows [N, d] and index [T, k] (int64) as the CPU loops read them, and gates
+// [T, k] of the rows' dtype where given.
+void check_slot_sum_inputs(const at::Tensor& rows, const at::Tensor& index, const at::Tensor& gates,
+                           const char* name) {
+  TORCH_CHECK(rows.dim() == 2 && index.dim() == 2 && index.scalar_type() == torch::kLong, name,
+              ": expected rows [N, d] and int64 indices [T, k], got ", rows.sizes(), " and ",
+              index.sizes());
+  TORCH_CHECK(!gates.defined() ||
+                  (gates.sizes() == index.sizes() && gates.scalar_type() == rows.scalar_type()),
+              name, ": expected gates [T, k] of the rows' dtype, got ", gates.sizes());
 }
 
-at::Tensor gather_slot_sum(const at::Tensor& rows_ND, const at::Tensor& index_TK) {
-  TORCH_CHECK(rows_ND.dim() == 2 && index_TK.dim() == 2 && index_TK.scalar_type() == torch::kLong,
-              "gather_slot_sum: expected rows [N, d] and int64 indices [T, k], got ",
-              rows_ND.sizes(), " and ", index_TK.sizes());
-  const int64_t n = rows_ND.size(0), d = rows_ND.size(1);
-  const int64_t tokens = index_TK.size(0), k = index_TK.size(1);
-  if (!cpu::loops_cover(rows_ND) || !index_TK.device().is_cpu()) {
-    const auto padded = torch::cat({rows_ND, torch::zeros({1, d}, rows_ND.options())});
-    const auto per_slot =
-        padded.index_select(0, index_TK.reshape(-1).clamp_max(n)).view({tokens, k, d});
-    return per_slot.sum(1);
-  }
-  const auto rows = rows_ND.contiguous();
-  const auto index = index_TK.contiguous();
-  auto y = torch::empty({tokens, d}, rows.options());
+// Runs range(scalar_t tag, begin, end, acc row) over the tokens in parallel.
+template <typename Range>
+void for_token_ranges(const at::Tensor& rows, int64_t tokens, int64_t k, const Range& range) {
+  const int64_t d = rows.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, rows.scalar_type(), "gather_slot_sum", [&] {
     at::parallel_for(0, tokens, cpu::row_grain(k * d), [&](int64_t begin, int64_t end) {
       std::vector<at::opmath_type<scalar_t>> acc(d);
-      gather_sum_range<scalar_t>(rows.data_ptr<scalar_t>(), n, index.data_ptr<int64_t>(),
-                                 y.data_ptr<scalar_t>(), acc.data(), begin, end, k, d);
+      range(scalar_t{}, begin, end, acc.data());
     });
   });
+}
+
+template <typename T>
+const T* data_or_null(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+// rows_ND gathered by index_TK and summed per token, weighted by gates_TK if defined.
+at::Tensor cpu_gather_sum(const at::Tensor& rows, const at::Tensor& index,
+                          const at::Tensor& gates) {
+  const int64_t tokens = index.size(0), k = index.size(1), n = rows.size(0), d = rows.size(1);
+  auto y = torch::empty({tokens, d}, rows.options());
+  for_token_ranges(rows, tokens, k, [&](auto tag, int64_t b, int64_t e, auto* acc) {
+    using T = decltype(tag);
+    gather_sum_range<T>(rows.data_ptr<T>(), n, index.data_ptr<int64_t>(), data_or_null<T>(gates),
+                        y.data_ptr<T>(), acc, b, e, k, d);
+  });
   return y;
+}
+
+struct GatherWeightedSlotSum : torch::autograd::Function<GatherWeightedSlotSum> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& rows_in,
+                            const at::Tensor& gates_in, const at::Tensor& index_in) {
+    const auto rows = rows_in.contiguous();
+    const auto gates = gates_in.contiguous();
+    const auto index = index_in.contiguous();
+    ctx->save_for_backward({rows, gates, index});
+    return cpu_gather_sum(rows, index, gates);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &rows = saved[0], &gates = saved[1], &index = saved[2];
+    const auto gy = grads[0].contiguous();
+    const int64_t tokens = index.size(0), k = index.size(1), n = rows.size(0), d = rows.size(1);
+    // The loop writes the rows that slots name; any other row's gradient is zero.
+    const bool every_row_named = index.lt(n).sum().item<int64_t>() == n;
+    auto d_rows = every_row_named ? torch::empty_like(rows) : torch::zeros_like(rows);
+    auto d_gates = torch::empty_like(gates);
+    for_token_ranges(rows, tokens, k, [&](auto tag, int64_t b, int64_t e, auto*) {
+      using T = decltype(tag);
+      gather_sum_backward_range<T>(gy.data_ptr<T>(), rows.data_ptr<T>(), n,
+                                   index.data_ptr<int64_t>(), gates.data_ptr<T>(),
+                                   d_rows.data_ptr<T>(), d_gates.data_ptr<T>(), b, e, k, d);
+    });
+    return {d_rows, d_gates, at::Tensor()};
+  }
+};
+
+// [T, k, d]: each slot's row, a zero row for a dropped slot.
+at::Tensor gathered_slots(const at::Tensor& rows_ND, const at::Tensor& index_TK) {
+  const int64_t n = rows_ND.size(0), d = rows_ND.size(1);
+  const auto padded = torch::cat({rows_ND, torch::zeros({1, d}, rows_ND.options())});
+  return padded.index_select(0, index_TK.reshape(-1).clamp_max(n))
+      .view({index_TK.size(0), index_TK.size(1), d});
+}
+
+bool cpu_loops_run(const at::Tensor& rows_ND, const at::Tensor& index_TK) {
+  return cpu::loops_cover(rows_ND) && index_TK.device().is_cpu();
+}
+
+}  // namespace
+
+at::Tensor gather_weighted_slot_sum(const at::Tensor& rows_ND, const at::Tensor& index_TK,
+                                    const at::Tensor& gates_TK) {
+  check_slot_sum_inputs(rows_ND, index_TK, gates_TK, "gather_weighted_slot_sum");
+  if (!cpu_loops_run(rows_ND, index_TK) || !gates_TK.device().is_cpu() || index_TK.numel() == 0) {
+    return gather_weighted_slot_sum_reference(rows_ND, index_TK, gates_TK);
+  }
+  return GatherWeightedSlotSum::apply(rows_ND, gates_TK, index_TK);
+}
+
+at::Tensor gather_weighted_slot_sum_reference(const at::Tensor& rows_ND, const at::Tensor& index_TK,
+                                              const at::Tensor& gates_TK) {
+  return torch::bmm(gates_TK.unsqueeze(1), gathered_slots(rows_ND, index_TK)).squeeze(1);
+}
+
+at::Tensor gather_slot_sum(const at::Tensor& rows_ND, const at::Tensor& index_TK) {
+  check_slot_sum_inputs(rows_ND, index_TK, at::Tensor(), "gather_slot_sum");
+  if (!cpu_loops_run(rows_ND, index_TK)) return gathered_slots(rows_ND, index_TK).sum(1);
+  return cpu_gather_sum(rows_ND.contiguous(), index_TK.contiguous(), at::Tensor());
 }
 
 }  // namespace moelab

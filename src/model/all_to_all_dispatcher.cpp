@@ -152,7 +152,8 @@ DispatchedTokens AllToAllDispatcher::regroup_by_expert(const torch::Tensor& rece
   return out;
 }
 
-torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
+torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out,
+                                          const torch::Tensor& gates_TK) {
   if (!routing_) throw std::logic_error("AllToAllDispatcher::combine called without a dispatch");
   const std::unique_ptr<Routing> routing = std::move(routing_);
   const int64_t received =
@@ -172,7 +173,7 @@ torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
     returned = all_to_all_v(by_source, group_, routing->recv_rows, routing->send_rows);
   }
   PhaseScope phase(Phase::kUnpermute);
-  return scatter_assignments(returned, routing->sorted);
+  return combine_assignments(returned, gates_TK, routing->sorted);
 }
 
 }  // namespace moelab

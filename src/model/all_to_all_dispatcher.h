@@ -4,8 +4,8 @@
 // dispatch: stable sort of assignments by global expert id -> per-expert counts
 // -> exchange counts -> all-to-all-v of the rows -> regroup received rows from
 // (source rank, expert) order to (local expert, source rank) order.
-// combine: the exact reverse, then un-permute to [T, k, d] with zeros for
-// dropped (-1) assignments. Both exchanges are differentiable (AllToAllV).
+// combine: the exact reverse, then each token's rows summed, weighted by their
+// gates (dropped (-1) assignments add nothing). Both exchanges are differentiable (AllToAllV).
 // A group of one skips the exchanges: dispatch is then a local permutation.
 // Each phase is a PhaseScope (permute, exchange, unpermute) that the benchmarks
 // time and profiler traces show.
@@ -30,7 +30,7 @@ class AllToAllDispatcher : public TokenDispatcher {
   AllToAllDispatcher(std::shared_ptr<Communicator> ep_group, int64_t num_experts);
 
   DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
-  torch::Tensor combine(const torch::Tensor& expert_out) override;
+  torch::Tensor combine(const torch::Tensor& expert_out, const torch::Tensor& gates_TK) override;
   std::vector<int64_t> local_expert_ids() const override;
   std::vector<int64_t> expert_ranks(int64_t num_experts) const override;
 

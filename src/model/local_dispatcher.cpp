@@ -10,8 +10,9 @@ DispatchedTokens LocalDispatcher::dispatch(const torch::Tensor& hidden,
   return {gather_assignments(hidden, sorted_), sorted_.counts};
 }
 
-torch::Tensor LocalDispatcher::combine(const torch::Tensor& expert_out) {
-  return scatter_assignments(expert_out, sorted_);
+torch::Tensor LocalDispatcher::combine(const torch::Tensor& expert_out,
+                                       const torch::Tensor& gates_TK) {
+  return combine_assignments(expert_out, gates_TK, sorted_);
 }
 
 std::vector<int64_t> LocalDispatcher::local_expert_ids() const {

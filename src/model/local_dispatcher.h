@@ -1,6 +1,6 @@
 // TokenDispatcher for one rank holding all experts: a local permutation.
 // dispatch() stable-sorts the (token, slot) assignments by expert id and
-// gathers the token rows; combine() scatters the expert outputs back.
+// gathers the token rows; combine() sums each token's expert outputs back.
 #pragma once
 
 #include "model/token_dispatcher.h"
@@ -13,7 +13,7 @@ class LocalDispatcher : public TokenDispatcher {
   explicit LocalDispatcher(int64_t num_experts);
 
   DispatchedTokens dispatch(const torch::Tensor& hidden, const torch::Tensor& expert_ids) override;
-  torch::Tensor combine(const torch::Tensor& expert_out) override;
+  torch::Tensor combine(const torch::Tensor& expert_out, const torch::Tensor& gates_TK) override;
   std::vector<int64_t> local_expert_ids() const override;
 
  private:

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "kernels/slot_sum.h"
 #include "model/activation_checkpoint.h"
 #include "model/compute.h"
 #include "model/phase_timer.h"
@@ -103,8 +102,7 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   MoeOutput out;
   {
     PhaseScope phase(Phase::kCombine);
-    const auto per_slot = dispatcher_->combine(expert_out);  // [T, k, d]
-    out.y = weighted_slot_sum(per_slot, route.gates.to(compute_dtype));
+    out.y = dispatcher_->combine(expert_out, route.gates.to(compute_dtype));
   }
   if (shared) {
     PhaseScope phase(Phase::kExperts);

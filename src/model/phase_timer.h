@@ -25,7 +25,7 @@ enum class Phase {
   // Inside kDispatch and kCombine, from the all-to-all dispatcher:
   kPermute,    // dispatch: sort, gather, regroup
   kExchange,   // both directions: counts and rows
-  kUnpermute,  // combine: undo the regroup, scatter back to [T, k, d]
+  kUnpermute,  // combine: undo the regroup, sum each token's rows
   kCount
 };
 

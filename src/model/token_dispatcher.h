@@ -27,11 +27,13 @@ class TokenDispatcher {
   virtual DispatchedTokens dispatch(const torch::Tensor& hidden,
                                     const torch::Tensor& expert_ids) = 0;
 
-  // expert_out: rows in the order dispatch() returned them. Returns [T, k, d]:
-  // each assignment's expert output back in (token, slot) order, zeros where
-  // the assignment was dropped. Differentiable with respect to expert_out and
-  // (through dispatch) hidden.
-  virtual torch::Tensor combine(const torch::Tensor& expert_out) = 0;
+  // expert_out: rows in the order dispatch() returned them; gates_TK: [T, k],
+  // each assignment's weight, in expert_out's dtype. Returns [T, d]: each
+  // token's expert outputs summed, weighted by their gates (a dropped
+  // assignment adds nothing), in one pass that reads each output where it lies.
+  // Differentiable with respect to expert_out, the gates and (through dispatch)
+  // hidden.
+  virtual torch::Tensor combine(const torch::Tensor& expert_out, const torch::Tensor& gates_TK) = 0;
 
   // Global ids of the experts this rank holds, in local-expert order.
   virtual std::vector<int64_t> local_expert_ids() const = 0;

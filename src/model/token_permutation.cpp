@@ -27,14 +27,6 @@ class PermuteRows : public torch::autograd::Function<PermuteRows> {
   }
 };
 
-// Kept assignment rows padded with zero rows for the dropped ones: [T*k, d] in
-// sorted order, ready to be un-sorted by one gather.
-torch::Tensor pad_dropped(const torch::Tensor& rows, const SortedAssignments& sorted) {
-  const int64_t dropped = sorted.tokens * sorted.slots - sorted.kept;
-  if (dropped == 0) return rows;
-  return torch::cat({rows, torch::zeros({dropped, rows.size(1)}, rows.options())});
-}
-
 class GatherAssignments : public torch::autograd::Function<GatherAssignments> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
@@ -142,10 +134,12 @@ torch::Tensor gather_assignments(const torch::Tensor& hidden, const SortedAssign
   return GatherAssignments::apply(hidden, &sorted);
 }
 
-torch::Tensor scatter_assignments(const torch::Tensor& expert_out,
+torch::Tensor combine_assignments(const torch::Tensor& expert_out, const torch::Tensor& gates_TK,
                                   const SortedAssignments& sorted) {
-  return permute_rows(pad_dropped(expert_out, sorted), sorted.unsort, sorted.order)
-      .view({sorted.tokens, sorted.slots, expert_out.size(1)});
+  // Slot s of token t is row unsort[t * k + s]; rows past the kept ones are
+  // dropped assignments.
+  return gather_weighted_slot_sum(expert_out, sorted.unsort.view({sorted.tokens, sorted.slots}),
+                                  gates_TK);
 }
 
 torch::Tensor permute_rows(const torch::Tensor& src, const torch::Tensor& perm,

@@ -1,9 +1,9 @@
 // The local half of token dispatch, shared by both dispatchers: sort the
 // (token, slot) assignments by expert, gather the token rows in that order, and
-// scatter expert outputs back. The gathers are autograd functions whose backward
-// is again a gather through the inverse permutation: torch's index_select
-// backward scatter-adds (index_add) into zeros, which on the CPU made the
-// dispatcher's forward+backward 9x its forward.
+// combine the expert outputs back into token rows. The gathers are autograd functions whose
+// backward is again a gather through the inverse permutation: torch's index_select backward
+// scatter-adds (index_add) into zeros, which on the CPU made the dispatcher's forward+backward 9x
+// its forward.
 #pragma once
 
 #include <torch/torch.h>
@@ -28,9 +28,11 @@ SortedAssignments sort_assignments(const torch::Tensor& expert_ids, int64_t num_
 // a token's slots are summed.
 torch::Tensor gather_assignments(const torch::Tensor& hidden, const SortedAssignments& sorted);
 
-// [T, k, d]: expert_out ([kept, d], sorted order) back in (token, slot) order,
-// zeros for dropped assignments.
-torch::Tensor scatter_assignments(const torch::Tensor& expert_out, const SortedAssignments& sorted);
+// [T, d]: each token's expert outputs (expert_out: [kept, d], sorted order)
+// summed, weighted by gates_TK [T, k]; a dropped assignment adds nothing.
+// Differentiable in expert_out and the gates.
+torch::Tensor combine_assignments(const torch::Tensor& expert_out, const torch::Tensor& gates_TK,
+                                  const SortedAssignments& sorted);
 
 // src.index_select(0, perm) for a permutation perm of src's rows whose inverse
 // is `inverse`; the backward gathers through `inverse`.

@@ -160,17 +160,23 @@ TEST_P(KernelsTest, LinearCrossEntropyMatchesCompositionAcrossChunks) {
                "linear_cross_entropy without gradients");
 }
 
-// The MoE layer's combine: per-slot expert outputs [T, k, d] as the dispatcher
-// returns them (a zero row for a dropped slot), gates [T, k].
-TEST_P(KernelsTest, WeightedSlotSumMatchesBmm) {
+// The MoE layer's combine: each slot's expert output read where the dispatch
+// put it (index [T, k] a permutation of the rows; an index of N or more a
+// dropped slot), weighted by gates [T, k]. Every row named; three slots dropped;
+// two rows named by no slot (their gradient is zero).
+TEST_P(KernelsTest, GatherWeightedSlotSumMatchesGatherAndBmm) {
   const auto dtype = GetParam();
   for (const int64_t k : {1, 2, 8}) {
-    auto per_slot = randn({37, k, 24});
-    per_slot.select(1, k - 1)[5].zero_();
-    expect_same_as_reference(
-        {per_slot, randn({37, k})}, [&](const auto& in) { return weighted_slot_sum(in[0], in[1]); },
-        [&](const auto& in) { return weighted_slot_sum_reference(in[0], in[1]); }, tolerance(dtype),
-        "weighted_slot_sum k=" + std::to_string(k));
+    const int64_t tokens = 9, slots = tokens * k;
+    const auto index = torch::randperm(slots, torch::kLong).view({tokens, k});
+    for (const int64_t n : {slots, slots - 3, slots + 2}) {
+      expect_same_as_reference(
+          {randn({n, 24}), randn({tokens, k})},
+          [&](const auto& in) { return gather_weighted_slot_sum(in[0], index, in[1]); },
+          [&](const auto& in) { return gather_weighted_slot_sum_reference(in[0], index, in[1]); },
+          tolerance(dtype),
+          "gather_weighted_slot_sum k=" + std::to_string(k) + " rows " + std::to_string(n));
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // LocalDispatcher: grouping by expert, exact round trip, dropped assignments,
-// and gradients through dispatch and combine.
+// and gradients through dispatch and the gate-weighted combine.
 #include <gtest/gtest.h>
 
 #include "model/local_dispatcher.h"
@@ -21,25 +21,30 @@ TEST(LocalDispatcher, GroupsRowsByExpertInTokenOrder) {
   EXPECT_EQ(dispatcher.local_expert_ids(), (std::vector<int64_t>{0, 1, 2}));
 }
 
+// Small integers, so that every sum is exact.
 TEST(LocalDispatcher, IdentityExpertsRoundTripExactly) {
   torch::manual_seed(5);
   LocalDispatcher dispatcher(4);
-  const auto hidden = torch::randn({9, 5});
+  const auto hidden = torch::randint(-50, 50, {9, 5}).to(torch::kFloat);
   const auto ids = torch::randint(0, 4, {9, 3}, torch::kLong);
-  const auto combined = dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens);
-  EXPECT_TRUE(torch::equal(combined, hidden.unsqueeze(1).expand({9, 3, 5})));
+  const auto gates = torch::randint(1, 5, {9, 3}).to(torch::kFloat);
+  const auto combined = dispatcher.combine(dispatcher.dispatch(hidden, ids).tokens, gates);
+  EXPECT_TRUE(torch::equal(combined, hidden * gates.sum(1, true)));
 }
 
-TEST(LocalDispatcher, DroppedAssignmentsComeBackAsZeros) {
+TEST(LocalDispatcher, DroppedAssignmentsAddNothing) {
   LocalDispatcher dispatcher(2);
   const auto hidden = torch::ones({2, 3});
   const auto ids = torch::tensor({0, -1, -1, 1}, torch::kLong).view({2, 2});
   const auto dispatched = dispatcher.dispatch(hidden, ids);
   EXPECT_EQ(dispatched.counts, (std::vector<int64_t>{1, 1}));
-  const auto combined = dispatcher.combine(dispatched.tokens);
-  const auto expected =
-      torch::tensor({1., 1., 1., 0., 0., 0., 0., 0., 0., 1., 1., 1.}).view({2, 2, 3});
-  EXPECT_TRUE(torch::equal(combined, expected)) << combined;
+  const auto gates = torch::tensor({2.f, 3.f, 5.f, 7.f}).view({2, 2}).requires_grad_(true);
+  const auto combined = dispatcher.combine(dispatched.tokens, gates);
+  EXPECT_TRUE(torch::equal(combined, torch::tensor({2.f, 2.f, 2.f, 7.f, 7.f, 7.f}).view({2, 3})))
+      << combined;
+  combined.sum().backward();
+  EXPECT_TRUE(torch::equal(gates.grad(), torch::tensor({3.f, 0.f, 0.f, 3.f}).view({2, 2})))
+      << gates.grad();
 }
 
 TEST(LocalDispatcher, GradientFlowsBackToEachTokenOncePerAssignment) {
@@ -47,42 +52,46 @@ TEST(LocalDispatcher, GradientFlowsBackToEachTokenOncePerAssignment) {
   const auto hidden = torch::randn({4, 2}, torch::kDouble).requires_grad_(true);
   const auto ids = torch::tensor({2, 0, -1, 1, 1, 0, 0, -1}, torch::kLong).view({4, 2});
   const auto dispatched = dispatcher.dispatch(hidden, ids);
-  dispatcher.combine(dispatched.tokens * 3.0).sum().backward();
+  dispatcher.combine(dispatched.tokens * 3.0, torch::ones({4, 2}, torch::kDouble)).sum().backward();
   // d/dh of sum over kept assignments of 3 h = 3 * (number of kept slots).
   const auto expected =
       torch::tensor({6., 6., 3., 3., 6., 6., 3., 3.}, torch::kDouble).view({4, 2});
   EXPECT_TRUE(torch::equal(hidden.grad(), expected)) << hidden.grad();
 }
 
-// The dispatcher's gathers have hand-written backwards (a gather through the
-// inverse permutation); plain index_select/index_copy autograd is the reference.
+// The dispatcher's gathers and its combine have hand-written backwards; plain
+// index_select/index_copy autograd and a weighted sum are the reference.
 TEST(LocalDispatcher, GradientsMatchPlainIndexingWithDropsAndRandomUpstream) {
   torch::manual_seed(11);
   const int64_t tokens = 7, slots = 2, width = 3;
   const auto ids = torch::randint(-1, 4, {tokens, slots}, torch::kLong);
   const auto hidden = torch::randn({tokens, width}, torch::kDouble);
-  const auto upstream = torch::randn({tokens, slots, width}, torch::kDouble);
+  const auto gates = torch::randn({tokens, slots}, torch::kDouble);
+  const auto upstream = torch::randn({tokens, width}, torch::kDouble);
 
   LocalDispatcher dispatcher(4);
   const auto h = hidden.clone().requires_grad_(true);
   const auto dispatched = dispatcher.dispatch(h, ids);
   const int64_t kept = dispatched.tokens.size(0);
   const auto scale = torch::randn({kept, 1}, torch::kDouble).requires_grad_(true);
-  (dispatcher.combine(dispatched.tokens * scale) * upstream).sum().backward();
+  const auto g = gates.clone().requires_grad_(true);
+  (dispatcher.combine(dispatched.tokens * scale, g) * upstream).sum().backward();
 
   const auto flat = ids.reshape({-1});
   const auto order = std::get<1>(torch::where(flat < 0, 4, flat).sort(true, 0, false));
   const auto kept_order = order.slice(0, 0, kept);
   const auto ref_h = hidden.clone().requires_grad_(true);
   const auto ref_scale = scale.detach().clone().requires_grad_(true);
+  const auto ref_g = gates.clone().requires_grad_(true);
   const auto rows = ref_h.index_select(0, kept_order.div(slots, "floor")) * ref_scale;
   const auto combined = torch::zeros({tokens * slots, width}, torch::kDouble)
                             .index_copy(0, kept_order, rows)
                             .view({tokens, slots, width});
-  (combined * upstream).sum().backward();
+  ((combined * ref_g.unsqueeze(2)).sum(1) * upstream).sum().backward();
 
   EXPECT_TRUE(torch::allclose(h.grad(), ref_h.grad(), 1e-12, 1e-12)) << h.grad() << ref_h.grad();
   EXPECT_TRUE(torch::allclose(scale.grad(), ref_scale.grad(), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(g.grad(), ref_g.grad(), 1e-12, 1e-12)) << g.grad() << ref_g.grad();
 }
 
 TEST(LocalDispatcher, EmptyBatchRoundTripsWithAnEmptyGradient) {
@@ -90,8 +99,8 @@ TEST(LocalDispatcher, EmptyBatchRoundTripsWithAnEmptyGradient) {
   const auto hidden = torch::zeros({0, 3}).requires_grad_(true);
   const auto dispatched = dispatcher.dispatch(hidden, torch::zeros({0, 2}, torch::kLong));
   EXPECT_EQ(dispatched.counts, (std::vector<int64_t>{0, 0}));
-  const auto combined = dispatcher.combine(dispatched.tokens);
-  EXPECT_EQ(combined.sizes(), (std::vector<int64_t>{0, 2, 3}));
+  const auto combined = dispatcher.combine(dispatched.tokens, torch::zeros({0, 2}));
+  EXPECT_EQ(combined.sizes(), (std::vector<int64_t>{0, 3}));
   combined.sum().backward();
   EXPECT_EQ(hidden.grad().sizes(), (std::vector<int64_t>{0, 3}));
 }

@@ -19,7 +19,7 @@ class HoldsExperts : public TokenDispatcher {
  public:
   explicit HoldsExperts(std::vector<int64_t> ids) : ids_(std::move(ids)) {}
   DispatchedTokens dispatch(const torch::Tensor&, const torch::Tensor&) override { return {}; }
-  torch::Tensor combine(const torch::Tensor&) override { return {}; }
+  torch::Tensor combine(const torch::Tensor&, const torch::Tensor&) override { return {}; }
   std::vector<int64_t> local_expert_ids() const override { return ids_; }
 
  private:

@@ -2,7 +2,7 @@
 // Expert-parallel dispatch against a reference built from every rank's tokens
 // (regenerated from per-rank seeds): the rows each rank receives, grouped by
 // local expert then source rank; combine after identity and scaling experts;
-// gradients through both exchanges. Every ep that divides the world is tried.
+// gradients through both exchanges, gates' included. Every ep that divides the world is tried.
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <vector>
@@ -66,8 +66,8 @@ DispatchedTokens reference_dispatch(int first, int ep, const std::vector<int64_t
   return want;
 }
 
-// Each dispatched row scaled by (its global expert id + 1): checks that combine
-// brings every expert's output back to the right (token, slot).
+// Each dispatched row scaled by (its global expert id + 1): with random gates,
+// checks that combine brings every expert's output back to the right (token, slot).
 torch::Tensor scaled_by_expert(const DispatchedTokens& d, const std::vector<int64_t>& ids) {
   const torch::Tensor scale =
       torch::repeat_interleave(torch::tensor(ids, torch::kLong).to(torch::kDouble) + 1,
@@ -107,13 +107,16 @@ void expect_matches_reference(const std::vector<int64_t>& widths) {
       EXPECT_EQ(got.counts, want.counts);
       EXPECT_TRUE(torch::equal(got.tokens, want.tokens));
 
+      const torch::Tensor gates = torch::rand(batch.expert_ids.sizes(), torch::kDouble);
       const torch::Tensor out =
-          dispatcher.combine(scaled_by_expert(got, dispatcher.local_expert_ids()));
+          dispatcher.combine(scaled_by_expert(got, dispatcher.local_expert_ids()), gates);
       const torch::Tensor kept = batch.expert_ids.ge(0).unsqueeze(2);
       const torch::Tensor scale = (batch.expert_ids + 1).to(torch::kDouble).unsqueeze(2);
       const torch::Tensor want_out =
-          torch::where(kept, batch.hidden.unsqueeze(1) * scale, torch::zeros({}, torch::kDouble));
-      EXPECT_TRUE(torch::equal(out, want_out));
+          torch::where(kept, batch.hidden.unsqueeze(1) * scale * gates.unsqueeze(2),
+                       torch::zeros({}, torch::kDouble))
+              .sum(1);
+      EXPECT_TRUE(torch::allclose(out, want_out, 1e-12, 1e-12));
     }
     PhaseTimer::enable(false);
     // Each phase is timed; a group of one exchanges nothing.
@@ -145,9 +148,9 @@ TEST(AllToAllDispatch, IdentityExpertsReturnTheInputExactly) {
       const RankBatch batch = make_batch(layout.rank, 11, drops);
       const torch::Tensor hidden = batch.hidden.to(torch::kFloat);
       const torch::Tensor out =
-          dispatcher.combine(dispatcher.dispatch(hidden, batch.expert_ids).tokens);
-      const torch::Tensor want =
-          torch::where(batch.expert_ids.ge(0).unsqueeze(2), hidden.unsqueeze(1), torch::zeros({}));
+          dispatcher.combine(dispatcher.dispatch(hidden, batch.expert_ids).tokens,
+                             torch::ones(batch.expert_ids.sizes()));
+      const torch::Tensor want = hidden * batch.expert_ids.ge(0).sum(1, true);
       EXPECT_TRUE(torch::equal(out, want)) << "ep " << ep << " drops " << drops;
     }
   }
@@ -160,18 +163,22 @@ TEST(AllToAllDispatch, GradientsFlowBackThroughBothExchanges) {
                                   kExperts);
     const RankBatch batch = make_batch(layout.rank, 23, true);
     const torch::Tensor hidden = batch.hidden.clone().requires_grad_(true);
+    const torch::Tensor gates =
+        torch::rand(batch.expert_ids.sizes(), torch::kDouble).requires_grad_(true);
     const DispatchedTokens d = dispatcher.dispatch(hidden, batch.expert_ids);
     const torch::Tensor out =
-        dispatcher.combine(scaled_by_expert(d, dispatcher.local_expert_ids()));
+        dispatcher.combine(scaled_by_expert(d, dispatcher.local_expert_ids()), gates);
     const torch::Tensor weights = torch::randn_like(out);
     (out * weights).sum().backward();
-    // d/dh[t] of sum_j w[t,j] * (id[t,j] + 1) * h[t] over kept slots.
+    // out[t] = sum_j g[t,j] * (id[t,j] + 1) * h[t] over kept slots j.
     const torch::Tensor factor =
         torch::where(batch.expert_ids.ge(0), (batch.expert_ids + 1).to(torch::kDouble),
                      torch::zeros({}, torch::kDouble));
-    const torch::Tensor want = (weights * factor.unsqueeze(2)).sum(1);
+    const torch::Tensor want = weights * (factor * gates.detach()).sum(1, true);
     ASSERT_TRUE(hidden.grad().defined());
     EXPECT_TRUE(torch::allclose(hidden.grad(), want, 1e-12, 1e-12)) << "ep " << ep;
+    const torch::Tensor want_gates = factor * (weights * batch.hidden).sum(1, true);
+    EXPECT_TRUE(torch::allclose(gates.grad(), want_gates, 1e-12, 1e-12)) << "ep " << ep;
   }
 }
 
@@ -185,10 +192,10 @@ TEST(AllToAllDispatch, WorldOfOneWithoutMpiIsALocalPermutation) {
       reference_dispatch(layout.rank, 1, experts_of_ep_rank(0, 1, kExperts), 5, true);
   EXPECT_EQ(got.counts, want.counts);
   EXPECT_TRUE(torch::equal(got.tokens, want.tokens));
-  const torch::Tensor want_out =
-      torch::where(batch.expert_ids.ge(0).unsqueeze(2), batch.hidden.unsqueeze(1),
-                   torch::zeros({}, torch::kDouble));
-  EXPECT_TRUE(torch::equal(dispatcher.combine(got.tokens), want_out));
+  const torch::Tensor want_out = batch.hidden * batch.expert_ids.ge(0).sum(1, true);
+  EXPECT_TRUE(torch::equal(
+      dispatcher.combine(got.tokens, torch::ones(batch.expert_ids.sizes(), torch::kDouble)),
+      want_out));
 }
 
 TEST(AllToAllDispatch, RejectsIdsOutsideTheExperts) {
@@ -196,7 +203,8 @@ TEST(AllToAllDispatch, RejectsIdsOutsideTheExperts) {
   EXPECT_THROW(dispatcher.dispatch(torch::zeros({1, kWidth}),
                                    torch::full({1, kSlots}, kExperts, torch::kLong)),
                std::invalid_argument);
-  EXPECT_THROW(dispatcher.combine(torch::zeros({0, kWidth})), std::logic_error);
+  EXPECT_THROW(dispatcher.combine(torch::zeros({0, kWidth}), torch::zeros({0, kSlots})),
+               std::logic_error);
 }
 
 }  // namespace
