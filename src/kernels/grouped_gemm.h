@@ -34,7 +34,9 @@ struct TiledGemm {
   const In* b;
   Out* c;  // row stride n
 };
-using Gemm = TiledGemm<Word, uint16_t>;  // bf16
+// bf16 operands, c in bf16 (uint16_t bits) or fp32.
+template <typename Out>
+using Bf16Gemm = TiledGemm<Word, Out>;
 
 // One parallel task: rows [row, row + R) x columns [col, col + C) of gemm's c.
 struct Block {
@@ -113,7 +115,8 @@ constexpr int64_t kAmxPairs = 16;
 bool amx_usable();
 
 // Every GEMM (all with n columns, a multiple of 16; k_step 1; k a multiple of
-// kAmxPairs) on AMX tiles, in one parallel loop.
-void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n);
+// kAmxPairs) on AMX tiles, in one parallel loop. Out: uint16_t (bf16) or float.
+template <typename Out>
+void run_gemms_amx(const std::vector<Bf16Gemm<Out>>& gemms, int64_t n);
 
 }  // namespace moelab::grouped_gemm

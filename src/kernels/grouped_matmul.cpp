@@ -13,7 +13,7 @@
 
 #ifdef MOELAB_BF16_DOT_KERNEL
 #include <immintrin.h>
-#define MOELAB_BF16_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define MOELAB_BF16_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
 namespace moelab {
@@ -35,18 +35,19 @@ torch::Tensor grouped_mm_fallback(const torch::Tensor& x, const torch::Tensor& w
 
 #ifdef MOELAB_BF16_DOT_KERNEL
 
-using grouped_gemm::Gemm;
+using grouped_gemm::Bf16Gemm;
 using grouped_gemm::group_starts;
 using grouped_gemm::kAmxPairs;
 using grouped_gemm::Word;
 
 // Matrix m[i][j] = m[i * si + j * sj] of `rows` x `cols` as [ceil(rows / 2), cols]
-// words: word (p, j) holds m[2p][j] and m[2p + 1][j] (zero past the last row).
+// words, out_stride apart: word (p, j) holds m[2p][j] and m[2p + 1][j] (zero
+// past the last row).
 MOELAB_BF16_DOT_TARGET void pack_row_pairs(const uint16_t* m, int64_t rows, int64_t cols,
-                                           int64_t si, int64_t sj, Word* out) {
+                                           int64_t si, int64_t sj, Word* out, int64_t out_stride) {
   for (int64_t p = 0; 2 * p < rows; ++p) {
     const uint16_t* lo = m + 2 * p * si;
-    Word* o = out + p * cols;
+    Word* o = out + p * out_stride;
     if (2 * p + 1 < rows && sj == 1) {  // contiguous rows: a loop that vectorises
       const uint16_t* hi = lo + si;
       for (int64_t j = 0; j < cols; ++j) o[j] = lo[j] | Word{hi[j]} << 16;
@@ -59,88 +60,60 @@ MOELAB_BF16_DOT_TARGET void pack_row_pairs(const uint16_t* m, int64_t rows, int6
   }
 }
 
+// 16 accumulated fp32 values to c: rounded to bf16 (to nearest even) once, or
+// as they are.
+MOELAB_BF16_DOT_TARGET void store_tile_row(__m512 acc, uint16_t* c) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), (__m256i)_mm512_cvtneps_pbh(acc));
+}
+MOELAB_BF16_DOT_TARGET void store_tile_row(__m512 acc, float* c) {
+  _mm512_storeu_ps(c, acc);
+}
+
 // An R x 16V tile of c, accumulated in fp32 registers over every pair, then
-// rounded to bf16 (round to nearest even) once.
-template <int R, int V>
-struct Bf16DotTile {
-  MOELAB_BF16_DOT_TARGET static void run(const Word* a, int64_t row_step, int64_t pair_step,
-                                         const Word* b, int64_t n, int64_t pairs, uint16_t* c) {
-    __m512 acc[R][V];
-    for (int r = 0; r < R; ++r) {
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-    }
-    for (int64_t p = 0; p < pairs; ++p) {
-      __m512bh bv[V];
-      for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * n + 16 * v);
+// stored once (store_tile_row).
+template <typename Out>
+struct Bf16DotTiles {
+  template <int R, int V>
+  struct Tile {
+    MOELAB_BF16_DOT_TARGET static void run(const Word* a, int64_t row_step, int64_t pair_step,
+                                           const Word* b, int64_t n, int64_t pairs, Out* c) {
+      __m512 acc[R][V];
       for (int r = 0; r < R; ++r) {
-        const auto av =
-            (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * row_step + p * pair_step]));
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+      }
+      for (int64_t p = 0; p < pairs; ++p) {
+        __m512bh bv[V];
+        for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * n + 16 * v);
+        for (int r = 0; r < R; ++r) {
+          const auto av =
+              (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * row_step + p * pair_step]));
+          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int v = 0; v < V; ++v) store_tile_row(acc[r][v], c + r * n + 16 * v);
       }
     }
-    for (int r = 0; r < R; ++r) {
-      for (int v = 0; v < V; ++v) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * n + 16 * v),
-                            (__m256i)_mm512_cvtneps_pbh(acc[r][v]));
-      }
-    }
-  }
+  };
 };
 
-constexpr auto bf16_tiles = grouped_gemm::tile_table<Bf16DotTile>();
+template <typename Out>
+constexpr auto bf16_tiles = grouped_gemm::tile_table<Bf16DotTiles<Out>::template Tile>();
 
 // Every GEMM (all with n columns, a multiple of 16) on AMX tiles where it can,
 // else on AVX512-BF16 tiles.
-void run_gemms(const std::vector<Gemm>& gemms, int64_t n, bool amx) {
-  if (amx && std::all_of(gemms.begin(), gemms.end(),
-                         [](const Gemm& g) { return g.k_step == 1 && g.k % kAmxPairs == 0; })) {
+template <typename Out>
+void run_gemms(const std::vector<Bf16Gemm<Out>>& gemms, int64_t n, bool amx) {
+  if (amx && std::all_of(gemms.begin(), gemms.end(), [](const Bf16Gemm<Out>& g) {
+        return g.k_step == 1 && g.k % kAmxPairs == 0;
+      })) {
     return grouped_gemm::run_gemms_amx(gemms, n);
   }
-  grouped_gemm::run_tiles(gemms, n, bf16_tiles);
+  grouped_gemm::run_tiles(gemms, n, bf16_tiles<Out>);
 }
 
 const uint16_t* bits(const torch::Tensor& t) {
   return reinterpret_cast<const uint16_t*>(t.data_ptr<c10::BFloat16>());
-}
-
-MOELAB_BF16_DOT_TARGET void pack_transposed_pairs(const uint16_t* m, int64_t rows, int64_t cols,
-                                                  int64_t sj, Word* out);
-
-// Group g's weight [K, N] as pairs of rows (pack_row_pairs). A transposed view
-// of an [N, K] matrix (the experts' [E, out, in] stacks) already holds each pair
-// in one word: transposed as words, 16 x 16 at a time.
-void pack_weight(const torch::Tensor& w, int64_t g, Word* out) {
-  const int64_t k = w.size(1), n = w.size(2);
-  const uint16_t* m = bits(w) + g * w.stride(0);
-  const bool word_aligned = reinterpret_cast<std::uintptr_t>(m) % sizeof(Word) == 0;
-  if (w.stride(1) == 1 && w.stride(2) % 2 == 0 && k % 2 == 0 && word_aligned) {
-    return pack_transposed_pairs(m, k, n, w.stride(2), out);
-  }
-  pack_row_pairs(m, k, n, w.stride(1), w.stride(2), out);
-}
-
-// y[rows, N] = group g's rows of x[rows, K] times w[g] ([E, K, N], any strides).
-torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
-                             const std::vector<int64_t>& counts, bool amx) {
-  const int64_t groups = w.size(0), k = w.size(1), n = w.size(2), pairs = k / 2;
-  auto packed = torch::empty({groups, pairs, n}, x.options().dtype(torch::kInt32));
-  auto* packed_words = reinterpret_cast<Word*>(packed.data_ptr<int32_t>());
-  at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      pack_weight(w, g, packed_words + g * pairs * n);
-    }
-  });
-  auto y = torch::empty({x.size(0), n}, x.options());
-  const auto starts = group_starts(counts);
-  const auto* x_words = reinterpret_cast<const Word*>(bits(x));
-  auto* y_bits = reinterpret_cast<uint16_t*>(y.data_ptr<c10::BFloat16>());
-  std::vector<Gemm> gemms;
-  for (int64_t g = 0; g < groups; ++g) {
-    gemms.push_back({x_words + starts[g] * pairs, pairs, 1, counts[g], pairs,
-                     packed_words + g * pairs * n, y_bits + starts[g] * n});
-  }
-  run_gemms(gemms, n, amx);
-  return y;
 }
 
 // GCC 12 warns of the self-initialised "undefined" vectors inside the
@@ -179,7 +152,7 @@ MOELAB_BF16_DOT_TARGET void store_transposed(const __m512i (&r)[16], Word* out, 
 // pack_row_pairs of m[i][j] = m[i + j * sj] (rows even, cols a multiple of 16,
 // m 4-byte aligned): word (p, j) is the word at m + j * sj + 2p.
 MOELAB_BF16_DOT_TARGET void pack_transposed_pairs(const uint16_t* m, int64_t rows, int64_t cols,
-                                                  int64_t sj, Word* out) {
+                                                  int64_t sj, Word* out, int64_t out_stride) {
   const int64_t pairs = rows / 2, full = pairs / 16 * 16;
   const auto* words = reinterpret_cast<const Word*>(m);
   const int64_t step = sj / 2;
@@ -187,10 +160,60 @@ MOELAB_BF16_DOT_TARGET void pack_transposed_pairs(const uint16_t* m, int64_t row
     for (int64_t p0 = 0; p0 < full; p0 += 16) {
       __m512i r[16];
       for (int q = 0; q < 16; ++q) r[q] = _mm512_loadu_si512(words + (j0 + q) * step + p0);
-      store_transposed(r, out + p0 * cols + j0, cols);
+      store_transposed(r, out + p0 * out_stride + j0, out_stride);
     }
     for (int64_t p = full; p < pairs; ++p) {
-      for (int64_t j = j0; j < j0 + 16; ++j) out[p * cols + j] = words[j * step + p];
+      for (int64_t j = j0; j < j0 + 16; ++j) out[p * out_stride + j] = words[j * step + p];
+    }
+  }
+}
+
+// Two fp32 values as one word of two bf16, rounded (to nearest even) by the
+// instruction the vector packing uses.
+MOELAB_BF16_DOT_TARGET Word bf16_pair(float lo, float hi) {
+  const __m128i pair = (__m128i)_mm_cvtneps_pbh(_mm_set_ps(0.0f, 0.0f, hi, lo));
+  return static_cast<Word>(_mm_cvtsi128_si32(pair));
+}
+
+// pack_transposed_pairs of fp32 m (rows even, cols a multiple of 16), rounded
+// to bf16 as it is packed: word (p, j) from the floats at m + j * sj + 2p and
+// the one after it.
+MOELAB_BF16_DOT_TARGET void pack_transposed_pairs_f32(const float* m, int64_t rows, int64_t cols,
+                                                      int64_t sj, Word* out, int64_t out_stride) {
+  const int64_t pairs = rows / 2, full = pairs / 16 * 16;
+  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+    for (int64_t p0 = 0; p0 < full; p0 += 16) {
+      __m512i r[16];
+      for (int q = 0; q < 16; ++q) {
+        const float* row = m + (j0 + q) * sj + 2 * p0;
+        r[q] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 16), _mm512_loadu_ps(row));
+      }
+      store_transposed(r, out + p0 * out_stride + j0, out_stride);
+    }
+    for (int64_t p = full; p < pairs; ++p) {
+      for (int64_t j = j0; j < j0 + 16; ++j) {
+        out[p * out_stride + j] = bf16_pair(m[j * sj + 2 * p], m[j * sj + 2 * p + 1]);
+      }
+    }
+  }
+}
+
+// 16 fp32 values rounded to bf16, each in the low half of a 32-bit word.
+MOELAB_BF16_DOT_TARGET __m512i widened_bf16(const float* v) {
+  return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(v)));
+}
+
+// pack_row_pairs of fp32 m with contiguous rows (cols a multiple of 16),
+// rounded to bf16 as it is packed.
+MOELAB_BF16_DOT_TARGET void pack_row_pairs_f32(const float* m, int64_t rows, int64_t cols,
+                                               int64_t si, Word* out, int64_t out_stride) {
+  for (int64_t p = 0; 2 * p < rows; ++p) {
+    const float* lo = m + 2 * p * si;
+    for (int64_t j = 0; j < cols; j += 16) {
+      __m512i word = widened_bf16(lo + j);
+      if (2 * p + 1 < rows)
+        word = _mm512_or_si512(word, _mm512_slli_epi32(widened_bf16(lo + si + j), 16));
+      _mm512_storeu_si512(out + p * out_stride + j, word);
     }
   }
 }
@@ -237,78 +260,187 @@ MOELAB_BF16_DOT_TARGET void pack_column_pairs(const uint16_t* m, int64_t rows, i
 }
 #pragma GCC diagnostic pop
 
-// dw[g] = x_g^T dy_g: [E, K, N], reducing over each group's rows. Computed as
-// its transpose dy_g^T x_g, contiguous [E, N, K]: the weights are transposed
-// views of [E, out, in] stacks, so their gradient then reaches the stack
-// without a copy.
-torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
-                                 const std::vector<int64_t>& counts, bool amx) {
+// Group g of one weight part w [E, K, N] (bf16, or fp32 rounded to bf16 as it
+// is packed) as pairs of rows (pack_row_pairs), out_stride words apart. A
+// transposed view of an [N, K] matrix (the experts' [E, out, in] stacks)
+// already holds each pair side by side: transposed 16 x 16 at a time.
+void pack_part(const torch::Tensor& w, int64_t g, Word* out, int64_t out_stride) {
+  const int64_t k = w.size(1), n = w.size(2);
+  if (w.scalar_type() == torch::kFloat) {
+    const float* m = w.data_ptr<float>() + g * w.stride(0);
+    if (w.stride(1) == 1 && k % 2 == 0) {
+      return pack_transposed_pairs_f32(m, k, n, w.stride(2), out, out_stride);
+    }
+    if (w.stride(2) == 1) return pack_row_pairs_f32(m, k, n, w.stride(1), out, out_stride);
+    return pack_part(w[g].to(torch::kBFloat16).unsqueeze(0), 0, out, out_stride);
+  }
+  const uint16_t* m = bits(w) + g * w.stride(0);
+  const bool word_aligned = reinterpret_cast<std::uintptr_t>(m) % sizeof(Word) == 0;
+  if (w.stride(1) == 1 && w.stride(2) % 2 == 0 && k % 2 == 0 && word_aligned) {
+    return pack_transposed_pairs(m, k, n, w.stride(2), out, out_stride);
+  }
+  pack_row_pairs(m, k, n, w.stride(1), w.stride(2), out, out_stride);
+}
+
+// The weight parts of one GEMM side by side along `dim` (2: their columns, as
+// the forward's gate | up; 1: their rows, as its backward's), their sizes
+// there even: each group's [K / 2, N] words.
+struct WeightParts {
+  at::TensorList parts;
+  int64_t dim;
+
+  int64_t groups() const { return parts.front().size(0); }
+  int64_t size(int64_t d) const {
+    if (d != dim) return parts.front().size(d);
+    int64_t total = 0;
+    for (const auto& w : parts) total += w.size(d);
+    return total;
+  }
+  void pack(int64_t g, Word* out) const {
+    const int64_t n = size(2);
+    int64_t offset = 0;
+    for (const auto& w : parts) {
+      pack_part(w, g, dim == 2 ? out + offset : out + offset / 2 * n, n);
+      offset += w.size(dim);
+    }
+  }
+};
+
+// y[rows, N] = group g's rows of x[rows, K] times group g of the weight parts.
+torch::Tensor forward_kernel(const torch::Tensor& x, const WeightParts& w,
+                             const std::vector<int64_t>& counts, bool amx) {
+  const int64_t groups = w.groups(), k = w.size(1), n = w.size(2), pairs = k / 2;
+  auto packed = torch::empty({groups, pairs, n}, x.options().dtype(torch::kInt32));
+  auto* packed_words = reinterpret_cast<Word*>(packed.data_ptr<int32_t>());
+  at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) w.pack(g, packed_words + g * pairs * n);
+  });
+  auto y = torch::empty({x.size(0), n}, x.options());
+  const auto starts = group_starts(counts);
+  const auto* x_words = reinterpret_cast<const Word*>(bits(x));
+  auto* y_bits = reinterpret_cast<uint16_t*>(y.data_ptr<c10::BFloat16>());
+  std::vector<Bf16Gemm<uint16_t>> gemms;
+  for (int64_t g = 0; g < groups; ++g) {
+    gemms.push_back({x_words + starts[g] * pairs, pairs, 1, counts[g], pairs,
+                     packed_words + g * pairs * n, y_bits + starts[g] * n});
+  }
+  run_gemms(gemms, n, amx);
+  return y;
+}
+
+// x and dy packed for the weight gradients: each group's row pairs, from word
+// row pair_starts[g]; AMX reduces over 16 pairs per tile, so there each group
+// is padded with zero pairs to a multiple of 16 and dy_g^T packed row by row.
+struct PackedRows {
+  std::vector<int64_t> pair_starts;
+  torch::Tensor x, dy;
+};
+
+PackedRows pack_rows(const torch::Tensor& x, const torch::Tensor& dy,
+                     const std::vector<int64_t>& counts, bool amx) {
   const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
-  // AMX reduces over 16 pairs per tile, so there each group's pairs are padded
-  // with zero pairs to a multiple of 16, and dy_g^T is packed row by row.
   const int64_t align = amx ? kAmxPairs : 1;
-  // Group g's row pairs start at word row pair_starts[g] of the packed operands.
-  std::vector<int64_t> pair_starts(groups + 1, 0);
+  PackedRows out;
+  out.pair_starts.assign(groups + 1, 0);
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t pairs = (counts[g] + 1) / 2;
-    pair_starts[g + 1] = pair_starts[g] + (pairs + align - 1) / align * align;
+    out.pair_starts[g + 1] = out.pair_starts[g] + (pairs + align - 1) / align * align;
   }
   const auto starts = group_starts(counts);
   const auto words = x.options().dtype(torch::kInt32);
-  auto x_packed = torch::empty({pair_starts.back(), k}, words);
-  auto dy_packed = torch::empty({pair_starts.back(), n}, words);
-  auto* xw = reinterpret_cast<Word*>(x_packed.data_ptr<int32_t>());
-  auto* dyw = reinterpret_cast<Word*>(dy_packed.data_ptr<int32_t>());
+  out.x = torch::empty({out.pair_starts.back(), k}, words);
+  out.dy = torch::empty({out.pair_starts.back(), n}, words);
+  auto* xw = reinterpret_cast<Word*>(out.x.data_ptr<int32_t>());
+  auto* dyw = reinterpret_cast<Word*>(out.dy.data_ptr<int32_t>());
+  const auto& pair_starts = out.pair_starts;
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const int64_t pairs = pair_starts[g + 1] - pair_starts[g], used = (counts[g] + 1) / 2;
       Word* x_g = xw + pair_starts[g] * k;
-      pack_row_pairs(bits(x) + starts[g] * k, counts[g], k, k, 1, x_g);
+      pack_row_pairs(bits(x) + starts[g] * k, counts[g], k, k, 1, x_g, k);
       std::fill(x_g + used * k, x_g + pairs * k, Word{0});
       if (amx) {
         pack_column_pairs(bits(dy) + starts[g] * n, counts[g], n, n, pairs,
                           dyw + pair_starts[g] * n);
       } else {
-        pack_row_pairs(bits(dy) + starts[g] * n, counts[g], n, n, 1, dyw + pair_starts[g] * n);
+        pack_row_pairs(bits(dy) + starts[g] * n, counts[g], n, n, 1, dyw + pair_starts[g] * n, n);
       }
     }
   });
-  auto dw_t = torch::empty({groups, n, k}, dy.options());
-  auto* dw_bits = reinterpret_cast<uint16_t*>(dw_t.data_ptr<c10::BFloat16>());
-  std::vector<Gemm> gemms;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t pairs = pair_starts[g + 1] - pair_starts[g];
-    // A = dy_g^T: row i of A is column i of dy_g; its pair p is the packed word
-    // (i, p) on AMX, (p, i) otherwise.
-    const int64_t row_step = amx ? pairs : 1, pair_step = amx ? 1 : n;
-    gemms.push_back({dyw + pair_starts[g] * n, row_step, pair_step, n, pairs,
-                     xw + pair_starts[g] * k, dw_bits + g * n * k});
-  }
-  run_gemms(gemms, k, amx);
-  return dw_t.transpose(1, 2);
+  return out;
 }
 
+// The gradient of each weight part (all of one dtype Out: bf16 bits or fp32):
+// dw[g] = x_g^T dy_g over the part's columns of dy, reducing over each group's
+// rows. Computed as its transpose dy_g^T x_g, contiguous [E, N_i, K]: the
+// weights are transposed views of [E, out, in] stacks, so their gradients then
+// reach the stacks without a copy.
+template <typename Out>
+std::vector<torch::Tensor> weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
+                                              const std::vector<int64_t>& counts, bool amx,
+                                              at::TensorList parts) {
+  const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
+  const PackedRows packed = pack_rows(x, dy, counts, amx);
+  const auto* xw = reinterpret_cast<const Word*>(packed.x.data_ptr<int32_t>());
+  const auto* dyw = reinterpret_cast<const Word*>(packed.dy.data_ptr<int32_t>());
+  std::vector<torch::Tensor> grads;
+  std::vector<Bf16Gemm<Out>> gemms;
+  int64_t column = 0;  // of dy: the part's first
+  for (const auto& w : parts) {
+    const int64_t width = w.size(2);
+    auto grad_t = torch::empty({groups, width, k}, dy.options().dtype(w.scalar_type()));
+    auto* c = reinterpret_cast<Out*>(grad_t.data_ptr());
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t pairs = packed.pair_starts[g + 1] - packed.pair_starts[g];
+      // A = dy_g^T: row i of A is column i of dy_g; its pair p is the packed
+      // word (i, p) on AMX, (p, i) otherwise.
+      const int64_t row_step = amx ? pairs : 1, pair_step = amx ? 1 : n;
+      gemms.push_back({dyw + packed.pair_starts[g] * n + column * row_step, row_step, pair_step,
+                       width, pairs, xw + packed.pair_starts[g] * k, c + g * width * k});
+    }
+    grads.push_back(grad_t.transpose(1, 2));
+    column += width;
+  }
+  run_gemms(gemms, k, amx);
+  return grads;
+}
+
+// x [rows, K] (bf16) times the weight parts side by side along their columns,
+// bf16 or fp32 (each group rounded to bf16 as it is packed; the gradients come
+// back in the parts' dtype, so fp32 master weights need no cast either way).
 class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunction> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const std::vector<int64_t>& counts, bool amx) {
-    ctx->save_for_backward({x, w});
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const at::TensorList& parts, const std::vector<int64_t>& counts,
+                               bool amx) {
+    std::vector<torch::Tensor> saved{x};
+    saved.insert(saved.end(), parts.begin(), parts.end());
+    ctx->save_for_backward(saved);
     ctx->saved_data["counts"] = counts;
     ctx->saved_data["amx"] = amx;
-    return forward_kernel(x, w, counts, amx);
+    return forward_kernel(x, {parts, 2}, counts, amx);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto& x = saved[0];
-    const auto& w = saved[1];
+    const std::vector<torch::Tensor> parts(saved.begin() + 1, saved.end());
     const auto counts = ctx->saved_data["counts"].toIntVector();
     const bool amx = ctx->saved_data["amx"].toBool();
     const auto dy = grads[0].contiguous();
-    torch::Tensor dx, dw;
-    if (ctx->needs_input_grad(0)) dx = forward_kernel(dy, w.transpose(1, 2), counts, amx);
-    if (ctx->needs_input_grad(1)) dw = weight_grad_kernel(x, dy, counts, amx);
-    return {dx, dw, torch::Tensor(), torch::Tensor()};
+    tensor_list out(parts.size() + 3);
+    if (ctx->needs_input_grad(0)) {
+      std::vector<torch::Tensor> transposed;
+      for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
+      out[0] = forward_kernel(dy, {transposed, 1}, counts, amx);
+    }
+    const auto weight_grads = parts.front().scalar_type() == torch::kFloat
+                                  ? weight_grad_kernel<float>(x, dy, counts, amx, parts)
+                                  : weight_grad_kernel<uint16_t>(x, dy, counts, amx, parts);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (ctx->needs_input_grad(i + 1)) out[i + 1] = weight_grads[i];
+    }
+    return out;
   }
 };
 
@@ -337,29 +469,64 @@ bool grouped_matmul_cpu_kernel_fits(torch::ScalarType dtype, int64_t k, int64_t 
   return grouped_matmul_has_cpu_kernel(dtype) && k % 16 == 0 && n % 16 == 0;
 }
 
-torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
+namespace {
+
+// The parts side by side along their columns in `dtype`, for the paths that
+// take one weight. Parts that are transposed views (the experts' [E, out, in]
+// stacks) stay one: the layout cuBLAS takes as it is.
+torch::Tensor joined_weight(at::TensorList parts, torch::ScalarType dtype) {
+  if (parts.size() == 1) return parts.front().to(dtype);
+  std::vector<torch::Tensor> transposed;
+  for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
+  return torch::cat(transposed, 1).to(dtype).transpose(1, 2);
+}
+
+// Whether the bf16 CPU kernel takes x with these parts: all bf16, or all fp32
+// (rounded to bf16 as they are packed), each fitting the tiles.
+bool bf16_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
+  const auto dtype = parts.front().scalar_type();
+  if (x.scalar_type() != torch::kBFloat16 || !x.is_cpu() ||
+      (dtype != torch::kBFloat16 && dtype != torch::kFloat)) {
+    return false;
+  }
+  return std::all_of(parts.begin(), parts.end(), [&](const torch::Tensor& w) {
+    return w.scalar_type() == dtype && w.is_cpu() &&
+           grouped_matmul_cpu_kernel_fits(torch::kBFloat16, w.size(1), w.size(2));
+  });
+}
+
+}  // namespace
+
+torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
                              const std::vector<int64_t>& counts, CpuTiles tiles) {
-  TORCH_CHECK(x.dim() == 2 && w.dim() == 3 && x.size(1) == w.size(1) &&
-                  static_cast<int64_t>(counts.size()) == w.size(0),
-              "grouped_matmul: x [rows, K], w [groups, K, N] and one count per group expected, "
-              "got x ",
-              x.sizes(), ", w ", w.sizes(), " and ", counts.size(), " counts");
+  TORCH_CHECK(!w_parts.empty() && x.dim() == 2, "grouped_matmul: x [rows, K] and weights expected");
+  for (const auto& w : w_parts) {
+    TORCH_CHECK(
+        w.dim() == 3 && x.size(1) == w.size(1) && static_cast<int64_t>(counts.size()) == w.size(0),
+        "grouped_matmul: x [rows, K], w [groups, K, N] and one count per group expected, "
+        "got x ",
+        x.sizes(), ", w ", w.sizes(), " and ", counts.size(), " counts");
+  }
   TORCH_CHECK(std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c >= 0; }) &&
                   std::accumulate(counts.begin(), counts.end(), int64_t{0}) == x.size(0),
               "grouped_matmul: the group counts must be >= 0 and sum to x's ", x.size(0), " rows");
 #ifdef MOELAB_BF16_DOT_KERNEL
-  const bool bf16 = x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16;
-  if (bf16 && x.is_cpu() &&
-      grouped_matmul_cpu_kernel_fits(torch::kBFloat16, w.size(1), w.size(2))) {
+  if (bf16_kernel_takes(x, w_parts)) {
     const bool amx = tiles == CpuTiles::kBest && grouped_matmul_has_amx();
-    return GroupedMatmulFunction::apply(x.contiguous(), w, counts, amx);
+    return GroupedMatmulFunction::apply(x.contiguous(), w_parts, counts, amx);
   }
 #endif
-  if (x.is_cpu() && w.scalar_type() == torch::kFloat &&
-      grouped_matmul_cpu_kernel_fits(x.scalar_type(), w.size(1), w.size(2))) {
+  const auto w = joined_weight(w_parts, x.scalar_type());
+  if (x.is_cpu() && grouped_matmul_cpu_kernel_fits(torch::kFloat, w.size(1), w.size(2)) &&
+      x.scalar_type() == torch::kFloat) {
     return grouped_matmul_f32(x, w, counts);
   }
   return grouped_mm_fallback(x, w, counts);
+}
+
+torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
+                             const std::vector<int64_t>& counts, CpuTiles tiles) {
+  return grouped_matmul(x, at::TensorList(w), counts, tiles);
 }
 
 torch::Tensor grouped_matmul_reference(const torch::Tensor& x, const torch::Tensor& w,

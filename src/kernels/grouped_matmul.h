@@ -30,6 +30,15 @@ enum class CpuTiles { kBest, kAvx512Dot };
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts, CpuTiles tiles = CpuTiles::kBest);
 
+// The same with the weight given as parts w_i [E, K, N_i] side by side along
+// their columns (the experts' gate and up projections), without joining them:
+// bf16 x with bf16 parts, or with fp32 parts (master weights) that the CPU
+// kernel rounds to bf16 as it packs them and whose gradients it writes in
+// fp32, so a bf16 step casts no expert weight either way. Other paths join the
+// parts in x's dtype first.
+torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
+                             const std::vector<int64_t>& counts, CpuTiles tiles = CpuTiles::kBest);
+
 // One mm per group: the kernel's reference in tests.
 torch::Tensor grouped_matmul_reference(const torch::Tensor& x, const torch::Tensor& w,
                                        const std::vector<int64_t>& counts);

@@ -55,11 +55,21 @@ MOELAB_AMX_TARGET void release_tiles() {
 constexpr int64_t kTile = 16;
 constexpr int64_t kBlock = 64;  // rows and columns of c per parallel task
 
+// 16 accumulated fp32 values to c: rounded to bf16 (to nearest even) once, as
+// the AVX512-BF16 kernel does, or as they are.
+MOELAB_AMX_TARGET void store_row(const float* acc, uint16_t* c) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(c),
+                      (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(acc)));
+}
+MOELAB_AMX_TARGET void store_row(const float* acc, float* c) {
+  _mm512_storeu_ps(c, _mm512_load_ps(acc));
+}
+
 // Rows [0, 16RT) x columns [0, 16CT) of c = A · B, of which the first `rows`
 // rows are stored. A: 16RT rows of `pairs` words, a_step words apart; B: [pairs, n].
-template <int RT, int CT>
+template <typename Out, int RT, int CT>
 MOELAB_AMX_TARGET void tile_product(const Word* a, int64_t a_step, const Word* b, int64_t n,
-                                    int64_t pairs, uint16_t* c, int64_t rows) {
+                                    int64_t pairs, Out* c, int64_t rows) {
   MOELAB_TILE_ZERO(0);
   if constexpr (CT == 2) MOELAB_TILE_ZERO(1);
   if constexpr (RT == 2) MOELAB_TILE_ZERO(2);
@@ -87,18 +97,17 @@ MOELAB_AMX_TARGET void tile_product(const Word* a, int64_t a_step, const Word* b
     const int64_t row = kTile * (t / 2), col = kTile * (t % 2);
     if (t / 2 >= RT || t % 2 >= CT) continue;
     for (int64_t i = 0; i < std::min(kTile, rows - row); ++i) {
-      // Rounded to bf16 (to nearest even) once, as the AVX512-BF16 kernel does.
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + (row + i) * n + col),
-                          (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(acc[t][i])));
+      store_row(acc[t][i], c + (row + i) * n + col);
     }
   }
 }
 
-using TileProduct = void (*)(const Word*, int64_t, const Word*, int64_t, int64_t, uint16_t*,
-                             int64_t);
-// tile_products[RT - 1][CT - 1].
-const TileProduct tile_products[2][2] = {{&tile_product<1, 1>, &tile_product<1, 2>},
-                                         {&tile_product<2, 1>, &tile_product<2, 2>}};
+template <typename Out>
+using TileProduct = void (*)(const Word*, int64_t, const Word*, int64_t, int64_t, Out*, int64_t);
+// tile_products<Out>[RT - 1][CT - 1].
+template <typename Out>
+const TileProduct<Out> tile_products[2][2] = {{&tile_product<Out, 1, 1>, &tile_product<Out, 1, 2>},
+                                              {&tile_product<Out, 2, 1>, &tile_product<Out, 2, 2>}};
 
 }  // namespace
 
@@ -109,7 +118,8 @@ bool amx_usable() {
   return usable;
 }
 
-void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n) {
+template <typename Out>
+void run_gemms_amx(const std::vector<TiledGemm<Word, Out>>& gemms, int64_t n) {
   const auto blocks = blocks_of(gemms, n, kBlock, kBlock);
   at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     configure_tiles();
@@ -118,7 +128,7 @@ void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n) {
     std::vector<Word> spare;
     for (int64_t i = begin; i < end; ++i) {
       const Block& blk = blocks[i];
-      const Gemm& g = gemms[blk.gemm];
+      const TiledGemm<Word, Out>& g = gemms[blk.gemm];
       const int64_t row_end = std::min(blk.row + kBlock, g.rows);
       const int64_t col_end = std::min(blk.col + kBlock, n);
       for (int64_t r = blk.row; r < row_end; r += 2 * kTile) {
@@ -136,14 +146,17 @@ void run_gemms_amx(const std::vector<Gemm>& gemms, int64_t n) {
         const int64_t row_tiles = (rows + kTile - 1) / kTile;
         for (int64_t col = blk.col; col < col_end; col += 2 * kTile) {
           const int64_t col_tiles = std::min<int64_t>(2, (col_end - col) / kTile);
-          tile_products[row_tiles - 1][col_tiles - 1](a, a_step, g.b + col, n, g.k,
-                                                      g.c + r * n + col, rows);
+          tile_products<Out>[row_tiles - 1][col_tiles - 1](a, a_step, g.b + col, n, g.k,
+                                                           g.c + r * n + col, rows);
         }
       }
     }
     release_tiles();
   });
 }
+
+template void run_gemms_amx(const std::vector<TiledGemm<Word, uint16_t>>&, int64_t);
+template void run_gemms_amx(const std::vector<TiledGemm<Word, float>>&, int64_t);
 
 }  // namespace moelab::grouped_gemm
 

@@ -21,9 +21,14 @@ struct GemmWeights {
 
 GemmWeights gemm_weights(const ExpertStack& stack, c10::ScalarType dtype) {
   const int64_t n = stack->w1.size(0), hidden = stack->w1.size(1), d = stack->w1.size(2);
-  auto gate_up = torch::empty({n, 2 * hidden, d}, stack->w1.options().dtype(dtype));
+  torch::Tensor gate_up;
+  if (getenv("CATW")) {
+    gate_up = torch::cat({stack->w1.to(dtype), stack->w3.to(dtype)}, 1);
+  } else {
+  gate_up = torch::empty({n, 2 * hidden, d}, stack->w1.options().dtype(dtype));
   gate_up.narrow(1, 0, hidden).copy_(stack->w1);
   gate_up.narrow(1, hidden, hidden).copy_(stack->w3);
+  }
   return {gate_up.transpose(1, 2), stack->w2.to(dtype).transpose(1, 2)};
 }
 
@@ -147,9 +152,13 @@ torch::Tensor ExpertsImpl::forward_each(const DispatchedTokens& dispatched) {
 torch::Tensor ExpertsImpl::forward_grouped(const DispatchedTokens& dispatched, CpuTiles tiles) {
   check_groups(dispatched);
   const auto& x = dispatched.tokens;
-  const auto w = gemm_weights(stacks_.at(0), x.scalar_type());
-  return grouped_matmul(swiglu(grouped_matmul(x, w.gate_up, dispatched.counts, tiles)), w.down,
-                        dispatched.counts, tiles);
+  const ExpertStack& stack = stacks_.at(0);
+  // The master weights as they are (transposed views of the [E, out, in]
+  // stacks): the bf16 kernel rounds them as it packs them, and gate and up
+  // stay two parts of one GEMM.
+  const auto gate_up = grouped_matmul(x, {stack->w1.transpose(1, 2), stack->w3.transpose(1, 2)},
+                                      dispatched.counts, tiles);
+  return grouped_matmul(swiglu(gate_up), stack->w2.transpose(1, 2), dispatched.counts, tiles);
 }
 
 torch::Tensor ExpertsImpl::forward_padded(const DispatchedTokens& dispatched) {

@@ -245,6 +245,43 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
   }
 }
 
+// Weight parts side by side (the experts' gate and up), fp32 master weights
+// rounded to bf16 as they are packed: the same bits as the bf16 kernel on the
+// joined bf16 weight, forward and dx, and fp32 weight gradients that round to
+// its bf16 ones. One part a transposed view of [E, N, K] (as the experts'
+// stacks), the other a contiguous [E, K, N]: each packing path both ways.
+TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kBFloat16)) GTEST_SKIP() << "no AVX512-BF16";
+  torch::manual_seed(5);
+  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
+  for (const auto& [tiles, k] : std::vector<std::pair<CpuTiles, int64_t>>{
+           {CpuTiles::kBest, 64}, {CpuTiles::kAvx512Dot, 64}, {CpuTiles::kBest, 48}}) {
+    SCOPED_TRACE("K " + std::to_string(k) + (tiles == CpuTiles::kBest ? " best" : " AVX512-BF16"));
+    const auto x = torch::randn({133, k}).to(torch::kBFloat16);
+    const auto gate = torch::randn({6, 32, k}).requires_grad_(true);  // [E, N, K]
+    const auto up = torch::randn({6, k, 48}).requires_grad_(true);    // [E, K, N]
+    const auto x_parts = x.clone().requires_grad_(true);
+    const auto y = grouped_matmul(x_parts, {gate.transpose(1, 2), up}, counts, tiles);
+
+    const auto joined =
+        torch::cat({gate.detach().transpose(1, 2), up.detach()}, 2).to(torch::kBFloat16);
+    const auto w = joined.clone().requires_grad_(true);
+    const auto x_joined = x.clone().requires_grad_(true);
+    const auto want = grouped_matmul(x_joined, w, counts, tiles);
+    ASSERT_TRUE(torch::equal(y, want));
+
+    const auto dy = torch::randn(want.sizes()).to(torch::kBFloat16);
+    y.backward(dy);
+    want.backward(dy);
+    EXPECT_TRUE(torch::equal(x_parts.grad(), x_joined.grad()));
+    // fp32 sums stored as they are, not rounded to bf16 first.
+    EXPECT_FALSE(torch::equal(gate.grad(), gate.grad().to(torch::kBFloat16).to(torch::kFloat)));
+    EXPECT_TRUE(
+        torch::equal(gate.grad().transpose(1, 2).to(torch::kBFloat16), w.grad().narrow(2, 0, 32)));
+    EXPECT_TRUE(torch::equal(up.grad().to(torch::kBFloat16), w.grad().narrow(2, 32, 48)));
+  }
+}
+
 // The fp32 kernel (AVX-512F CPUs) on the same groups: N = 96 and 80 leave
 // tiles of 32 and 16 columns, K = 48 a dx with one of 48. Against double, to
 // fp32 rounding.
