@@ -471,16 +471,6 @@ bool grouped_matmul_cpu_kernel_fits(torch::ScalarType dtype, int64_t k, int64_t 
 
 namespace {
 
-// The parts side by side along their columns in `dtype`, for the paths that
-// take one weight. Parts that are transposed views (the experts' [E, out, in]
-// stacks) stay one: the layout cuBLAS takes as it is.
-torch::Tensor joined_weight(at::TensorList parts, torch::ScalarType dtype) {
-  if (parts.size() == 1) return parts.front().to(dtype);
-  std::vector<torch::Tensor> transposed;
-  for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
-  return torch::cat(transposed, 1).to(dtype).transpose(1, 2);
-}
-
 // Whether the bf16 CPU kernel takes x with these parts: all bf16, or all fp32
 // (rounded to bf16 as they are packed), each fitting the tiles.
 bool bf16_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
@@ -516,12 +506,29 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
     return GroupedMatmulFunction::apply(x.contiguous(), w_parts, counts, amx);
   }
 #endif
-  const auto w = joined_weight(w_parts, x.scalar_type());
+  const auto w = join_weight_parts(w_parts, x.scalar_type());
   if (x.is_cpu() && grouped_matmul_cpu_kernel_fits(torch::kFloat, w.size(1), w.size(2)) &&
       x.scalar_type() == torch::kFloat) {
     return grouped_matmul_f32(x, w, counts);
   }
   return grouped_mm_fallback(x, w, counts);
+}
+
+torch::Tensor join_weight_parts(at::TensorList w_parts, torch::ScalarType dtype) {
+  if (w_parts.size() == 1) return w_parts.front().to(dtype);
+  // Each part cast straight into its columns (one pass over each, as the cast
+  // alone would take) of an [E, N, K] tensor, returned transposed: the layout
+  // of the experts' [E, out, in] stacks, which cuBLAS takes as it is.
+  const auto& first = w_parts.front();
+  int64_t n = 0;
+  for (const auto& w : w_parts) n += w.size(2);
+  auto joined = torch::empty({first.size(0), n, first.size(1)}, first.options().dtype(dtype));
+  int64_t column = 0;
+  for (const auto& w : w_parts) {
+    joined.narrow(1, column, w.size(2)).copy_(w.transpose(1, 2));
+    column += w.size(2);
+  }
+  return joined.transpose(1, 2);
 }
 
 torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,

@@ -39,6 +39,10 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, const torch::Tensor& w,
 torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
                              const std::vector<int64_t>& counts, CpuTiles tiles = CpuTiles::kBest);
 
+// The parts side by side along their columns as one [E, K, N] weight in
+// `dtype`: what the paths that take one weight multiply by.
+torch::Tensor join_weight_parts(at::TensorList w_parts, torch::ScalarType dtype);
+
 // One mm per group: the kernel's reference in tests.
 torch::Tensor grouped_matmul_reference(const torch::Tensor& x, const torch::Tensor& w,
                                        const std::vector<int64_t>& counts);

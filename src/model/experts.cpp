@@ -12,24 +12,14 @@ namespace {
 
 // A stack's weights in `dtype`, as the batched GEMMs take them: gate_up
 // [E, d, 2h] (w1 and w3 side by side, one GEMM for both) and down [E, h, d],
-// transposed views of [E, out, in] tensors. The cast to the compute dtype
-// writes w1 and w3 straight into their halves of gate_up: one pass over each
-// master weight, as the cast alone would take.
+// transposed views of [E, out, in] tensors.
 struct GemmWeights {
   torch::Tensor gate_up, down;
 };
 
 GemmWeights gemm_weights(const ExpertStack& stack, c10::ScalarType dtype) {
-  const int64_t n = stack->w1.size(0), hidden = stack->w1.size(1), d = stack->w1.size(2);
-  torch::Tensor gate_up;
-  if (getenv("CATW")) {
-    gate_up = torch::cat({stack->w1.to(dtype), stack->w3.to(dtype)}, 1);
-  } else {
-  gate_up = torch::empty({n, 2 * hidden, d}, stack->w1.options().dtype(dtype));
-  gate_up.narrow(1, 0, hidden).copy_(stack->w1);
-  gate_up.narrow(1, hidden, hidden).copy_(stack->w3);
-  }
-  return {gate_up.transpose(1, 2), stack->w2.to(dtype).transpose(1, 2)};
+  return {join_weight_parts({stack->w1.transpose(1, 2), stack->w3.transpose(1, 2)}, dtype),
+          stack->w2.to(dtype).transpose(1, 2)};
 }
 
 }  // namespace

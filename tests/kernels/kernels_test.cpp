@@ -249,7 +249,8 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
 // rounded to bf16 as they are packed: the same bits as the bf16 kernel on the
 // joined bf16 weight, forward and dx, and fp32 weight gradients that round to
 // its bf16 ones. One part a transposed view of [E, N, K] (as the experts'
-// stacks), the other a contiguous [E, K, N]: each packing path both ways.
+// stacks), one a contiguous [E, K, N] (each packing path both ways), and one
+// with no unit stride (cast to bf16 before packing).
 TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
   if (!grouped_matmul_has_cpu_kernel(torch::kBFloat16)) GTEST_SKIP() << "no AVX512-BF16";
   torch::manual_seed(5);
@@ -260,11 +261,18 @@ TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
     const auto x = torch::randn({133, k}).to(torch::kBFloat16);
     const auto gate = torch::randn({6, 32, k}).requires_grad_(true);  // [E, N, K]
     const auto up = torch::randn({6, k, 48}).requires_grad_(true);    // [E, K, N]
+    const auto spaced = torch::randn({6, 2 * k, 64}).requires_grad_(true);
+    const auto every_other = [&](const auto& t) {  // [E, K, 32]: strides 128 and 2
+      return t.slice(1, 0, 2 * k, 2).slice(2, 0, 64, 2);
+    };
+    ASSERT_TRUE(every_other(spaced).stride(1) != 1 && every_other(spaced).stride(2) != 1);
     const auto x_parts = x.clone().requires_grad_(true);
-    const auto y = grouped_matmul(x_parts, {gate.transpose(1, 2), up}, counts, tiles);
+    const auto y =
+        grouped_matmul(x_parts, {gate.transpose(1, 2), up, every_other(spaced)}, counts, tiles);
 
     const auto joined =
-        torch::cat({gate.detach().transpose(1, 2), up.detach()}, 2).to(torch::kBFloat16);
+        torch::cat({gate.detach().transpose(1, 2), up.detach(), every_other(spaced.detach())}, 2)
+            .to(torch::kBFloat16);
     const auto w = joined.clone().requires_grad_(true);
     const auto x_joined = x.clone().requires_grad_(true);
     const auto want = grouped_matmul(x_joined, w, counts, tiles);
@@ -279,6 +287,8 @@ TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
     EXPECT_TRUE(
         torch::equal(gate.grad().transpose(1, 2).to(torch::kBFloat16), w.grad().narrow(2, 0, 32)));
     EXPECT_TRUE(torch::equal(up.grad().to(torch::kBFloat16), w.grad().narrow(2, 32, 48)));
+    EXPECT_TRUE(
+        torch::equal(every_other(spaced.grad()).to(torch::kBFloat16), w.grad().narrow(2, 80, 32)));
   }
 }
 
