@@ -434,6 +434,9 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
       for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
       out[0] = forward_kernel(dy, {transposed, 1}, counts, amx);
     }
+    bool any_weight_grad = false;
+    for (size_t i = 0; i < parts.size(); ++i) any_weight_grad |= ctx->needs_input_grad(i + 1);
+    if (!any_weight_grad) return out;  // frozen weights: no packing, no GEMMs
     const auto weight_grads = parts.front().scalar_type() == torch::kFloat
                                   ? weight_grad_kernel<float>(x, dy, counts, amx, parts)
                                   : weight_grad_kernel<uint16_t>(x, dy, counts, amx, parts);
