@@ -25,7 +25,8 @@ std::atomic<const char*> g_op{""};
 std::atomic<int64_t> g_op_start_ms{0};  // steady clock; 0 = not in a collective
 std::atomic<int64_t> g_count{0};        // collectives entered so far
 std::atomic<int64_t> g_step{0};
-std::atomic<int64_t> g_wait_us{0};  // inside CollectiveScopes, in total
+std::atomic<int64_t> g_wait_us{0};         // inside CollectiveScopes, in total
+std::atomic<int64_t> g_longer_wait_ms{0};  // LongerWait's allowance
 
 std::atomic<WorkPhase> g_phase{WorkPhase::kNone};
 std::atomic<int64_t> g_phase_start_ms{0};  // steady clock
@@ -234,7 +235,8 @@ void watch(std::shared_ptr<WatchdogState> s) {
     lock.unlock();
     const int64_t now = watchdog_clock_ms();
     const int64_t start = g_op_start_ms.load();
-    if (start != 0 && now - start > timeout_ms) judge(*s, g_op.load(), now - start);
+    if (start != 0 && now - start > timeout_ms + g_longer_wait_ms.load())
+      judge(*s, g_op.load(), now - start);
     check_async_sources(*s, now, timeout_ms);
     lock.lock();
   }
@@ -321,6 +323,13 @@ CollectiveScope::~CollectiveScope() {
 
 int64_t collective_wait_us() {
   return g_wait_us.load();
+}
+
+LongerWait::LongerWait(double extra_s)
+    : previous_ms_(g_longer_wait_ms.exchange(int64_t(extra_s * 1000))) {}
+
+LongerWait::~LongerWait() {
+  g_longer_wait_ms = previous_ms_;
 }
 
 LongPhase::LongPhase(WorkPhase phase)

@@ -75,6 +75,21 @@ class CollectiveScope {
 // work (the straggler view in metrics.jsonl).
 int64_t collective_wait_us();
 
+// Lets the blocking collectives while it lives wait `extra_s` past
+// parallel.timeout_s before the watchdog judges them: for a peer busy on
+// purpose before heartbeats can say so (rank 0 deciding whether a run folder's
+// lock is held, train/run_lock.h, which may watch it longer than the timeout).
+class LongerWait {
+ public:
+  explicit LongerWait(double extra_s);
+  ~LongerWait();
+  LongerWait(const LongerWait&) = delete;
+  LongerWait& operator=(const LongerWait&) = delete;
+
+ private:
+  int64_t previous_ms_;
+};
+
 // Announces a long phase in this rank's heartbeat while it lives.
 class LongPhase {
  public:

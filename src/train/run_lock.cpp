@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -81,13 +83,25 @@ bool create_exclusively(const std::string& path, const std::string& text) {
   return made;
 }
 
+// A zombie counts as gone: a process that ended but that no one has reaped
+// (its launcher ended first, and the container's init does not reap).
 bool process_gone(const RunLock::Holder& h) {
-  return h.host == this_host() && ::kill(pid_t(h.pid), 0) != 0 && errno == ESRCH;
+  if (h.host != this_host()) return false;
+  if (::kill(pid_t(h.pid), 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(h.pid) + "/stat");
+  const std::string text(std::istreambuf_iterator<char>(stat), {});
+  // The state follows "pid (comm) "; comm may hold spaces and parentheses.
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
 }
+
+// The longest a holder is watched: its refresh period is at most 1 s
+// (heartbeat_period_s), unless the lock was written by something else.
+constexpr double kLongestWatchS = 10;
 
 // How long a holder's beat may stand still before its job counts as dead.
 double dead_after_s(const RunLock::Holder& h) {
-  return std::max(3.0, 10 * h.refresh_s);
+  return std::clamp(10 * h.refresh_s, 3.0, kLongestWatchS);
 }
 
 enum class Verdict { kAlive, kDead, kGone };
@@ -138,6 +152,9 @@ std::string take(const std::string& path, const RunLock::Holder& mine) {
 
 RunLock::RunLock(const std::string& run_dir, Communicator& world, double refresh_s)
     : path_(run_dir + "/run.lock") {
+  // The other ranks wait while rank 0 watches a holder, perhaps longer than
+  // parallel.timeout_s, before heartbeats (in the run folder) could say why.
+  LongerWait watching(kLongestWatchS);
   std::string error;
   if (world.rank() == 0) {
     mine_ = std::make_unique<Holder>();

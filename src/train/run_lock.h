@@ -4,9 +4,10 @@
 // count. The lock lives on the run folder's file system, which every host
 // shares, so a second job into the folder, on any host, finds it:
 //  - held by a live job (its beat moves) → exit 2 naming the holder;
-//  - left by a dead job (its process gone from this host, or its beat
-//    standing still for ten of its periods, at least 3 s) → taken over with a
-//    warning, so a requeued job resumes.
+//  - left by a dead job (its process gone from this host or a zombie there,
+//    or its beat standing still for ten of its periods, 3 to 10 s) → taken
+//    over with a warning, so a requeued job resumes. The other ranks wait for
+//    that verdict past parallel.timeout_s if they must (LongerWait).
 // A holder that finds its lock taken over (its beat stood still that long: a
 // hung file system) ends at once rather than write beside the new job.
 #pragma once

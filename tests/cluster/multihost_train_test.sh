@@ -165,7 +165,8 @@ fault() {  # NAME: runs on 2 hosts, breaks h2 by `break_h2`, then resumes on h1
   local step
   step=$(newest "$name")
   keep_metrics "$name"
-  one_host "$name" --set parallel.ep=4 --set train.max_steps=$long --resume auto || return 1
+  one_host "$name" --set parallel.ep=4 --set train.max_steps=$long --resume auto ||
+    { echo "$name: the resume failed"; tail -n 20 "$name.log"; return 1; }
   resumed_from "$name" "$step" "$name.log" || return 1
   same "$name" reference 0
 }

@@ -137,6 +137,24 @@ TEST_F(TwoRankJob, AFrozenRankIsCaughtInTimeWhileTheRanksWriteACheckpoint) {
   EXPECT_NE(log("frozen_writing").find("no heartbeat"), std::string::npos) << log("frozen_writing");
 }
 
+// A lock left by a job on another host, its beat standing still: rank 0
+// watches it 10 s (ten of its 1 s periods) before taking it over, past
+// parallel.timeout_s = 2, and rank 1 waits for that verdict instead of ending
+// the job.
+TEST_F(TwoRankJob, ALockWatchedLongerThanTheTimeoutIsTakenOverAndTheJobRuns) {
+  fs::create_directories(root_ / "stale");
+  std::ofstream(root_ / "stale" / "run.lock")
+      << R"({"host": "a-host-now-gone", "pid": 1, "started_unix_ms": 1, "refresh_s": 1, )"
+      << R"("beat": 7})"
+      << "\n";
+  const std::string sets = "--set train.max_steps=2 --set parallel.timeout_s=2";
+  ASSERT_EQ(std::system(train("stale", sets).c_str()), 0) << log("stale");
+  EXPECT_NE(log("stale").find("taking over the lock of a job that is gone (host a-host-now-gone"),
+            std::string::npos)
+      << log("stale");
+  EXPECT_TRUE(fs::exists(root_ / "stale" / "DONE"));
+}
+
 // checkpoint.async: rank 1's background write of the step-4 checkpoint fails
 // (its file replaced, while the test hook holds the write back, by /dev/full,
 // where every write gets "No space left on device"): the run ends with exit 1
