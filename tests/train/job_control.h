@@ -93,6 +93,18 @@ inline bool wait_for_lines(const fs::path& path, int lines, pid_t pid,
   return true;
 }
 
+// Whether `pid` (a child of this process) ends within 10 s; it is left
+// unreaped, a zombie, as when the launcher that started it ended first.
+inline bool becomes_zombie(pid_t pid) {
+  for (int tries = 0; tries < 200; ++tries) {
+    siginfo_t info{};
+    if (waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 // The exit status of `pid` when it ends within `limit`, with the seconds it
 // took; nullopt (and the process killed) otherwise.
 inline std::optional<int> wait_exit(pid_t pid, std::chrono::seconds limit, double* seconds) {

@@ -2,7 +2,8 @@
 // does (a checkpoint at that step, exit 3, an exact resume); a second Ctrl-C
 // ends it at once. A run folder belongs to one job at a time: a second run
 // into a held one exits 2 naming the holder, and the lock a killed job left
-// is taken over, so the requeued run resumes.
+// is taken over at once (its process not yet reaped), so the requeued run
+// resumes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,17 +36,6 @@ class OneRankJob : public ::testing::Test {
     const pid_t job = spawn(train(run, 1000000, "", "", hooks));
     EXPECT_TRUE(wait_for_lines(root_ / run / "metrics.jsonl", lines, job)) << log(run);
     return job;
-  }
-
-  // Whether `pid` (our child) ends within 10 s; it is left unreaped.
-  static bool becomes_zombie(pid_t pid) {
-    for (int tries = 0; tries < 200; ++tries) {
-      siginfo_t info{};
-      if (waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
   }
 
   TempDir dir_;

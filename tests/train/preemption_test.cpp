@@ -5,8 +5,9 @@
 // curve bitwise; a frozen rank ends the job within parallel.timeout_s + 30 s
 // with a message naming it, also while the ranks write a checkpoint slowly,
 // and the run resumes from its last checkpoint; a checkpoint write slowed past
-// parallel.timeout_s does not end the job; metrics.jsonl names a rank slowed
-// on purpose as the straggler.
+// parallel.timeout_s does not end the job, nor does rank 0 watching an old
+// run lock longer than the timeout; metrics.jsonl names a rank slowed on
+// purpose as the straggler.
 #include <gtest/gtest.h>
 
 #include "common/temp_dir.h"
