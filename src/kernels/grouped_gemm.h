@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -65,9 +66,11 @@ constexpr int kTileVectors = 4;                // 16 fp32 each: 64 columns per t
 constexpr int64_t kBlockRows = 8 * kTileRows;  // rows per parallel task
 constexpr int64_t kBlockCols = 16 * kTileVectors;
 
+// A tile: c = A · B over k steps, from zero or carrying on from the sums in c
+// (accumulate); B's rows and c's are n apart.
 template <typename In, typename Out>
-using TileFn = void (*)(const In* a, int64_t row_step, int64_t k_step, const In* b, int64_t n,
-                        int64_t k, Out* c);
+using TileFn = void (*)(const In* a, int64_t row_step, int64_t k_step, const In* b, int64_t k,
+                        Out* c, int64_t n, bool accumulate);
 
 // tiles[R - 1][V - 1] = Tile<R, V>::run, the R-row, 16V-column tile.
 template <template <int, int> class Tile, int R>
@@ -80,6 +83,14 @@ constexpr auto tile_table() {
                     tile_row<Tile, 4>(), tile_row<Tile, 5>(), tile_row<Tile, 6>()};
 }
 
+// Reduction steps per pass over a block, when c is fp32: the pass's B rows
+// (128 of 64 columns, 32 KB) then stay in L1 across the block's row tiles,
+// where a whole long reduction (a weight gradient's, over an expert's rows)
+// would stream them from L2 once per tile. The next pass carries on from the
+// fp32 sums in c, so each element is still one FMA chain in order; a bf16 c
+// would round them, so it takes the whole reduction in one pass.
+constexpr int64_t kReductionPass = 128;
+
 // Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
 // blocks (blocks_of); a block's B panel stays in cache across its row tiles.
 template <typename In, typename Out, typename Table>
@@ -91,10 +102,16 @@ void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Ta
       const TiledGemm<In, Out>& g = gemms[blk.gemm];
       const int64_t row_end = std::min(blk.row + kBlockRows, g.rows);
       const int64_t vectors = std::min(kBlockCols, n - blk.col) / 16;
-      for (int64_t r = blk.row; r < row_end; r += kTileRows) {
-        const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
-        tiles[rows - 1][vectors - 1](g.a + r * g.row_step, g.row_step, g.k_step, g.b + blk.col, n,
-                                     g.k, g.c + r * n + blk.col);
+      const int64_t pass = std::is_same_v<Out, float> ? kReductionPass : std::max<int64_t>(g.k, 1);
+      // One pass at least: a GEMM over no reduction (a group without rows) writes zeros.
+      for (int64_t p = 0; p == 0 || p < g.k; p += pass) {
+        const int64_t steps = std::min(pass, g.k - p);
+        for (int64_t r = blk.row; r < row_end; r += kTileRows) {
+          const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
+          tiles[rows - 1][vectors - 1](g.a + r * g.row_step + p * g.k_step, g.row_step, g.k_step,
+                                       g.b + p * n + blk.col, steps, g.c + r * n + blk.col, n,
+                                       p > 0);
+        }
       }
     }
   });

@@ -69,17 +69,23 @@ MOELAB_BF16_DOT_TARGET void store_tile_row(__m512 acc, float* c) {
   _mm512_storeu_ps(c, acc);
 }
 
-// An R x 16V tile of c, accumulated in fp32 registers over every pair, then
-// stored once (store_tile_row).
+// An R x 16V tile of c, accumulated in fp32 registers over the pairs, from
+// zero or from the sums an fp32 c holds, then stored (store_tile_row).
 template <typename Out>
 struct Bf16DotTiles {
   template <int R, int V>
   struct Tile {
     MOELAB_BF16_DOT_TARGET static void run(const Word* a, int64_t row_step, int64_t pair_step,
-                                           const Word* b, int64_t n, int64_t pairs, Out* c) {
+                                           const Word* b, int64_t pairs, Out* c, int64_t n,
+                                           bool accumulate) {
       __m512 acc[R][V];
       for (int r = 0; r < R; ++r) {
         for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+      }
+      if constexpr (std::is_same_v<Out, float>) {
+        for (int r = 0; r < R && accumulate; ++r) {
+          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_loadu_ps(c + r * n + 16 * v);
+        }
       }
       for (int64_t p = 0; p < pairs; ++p) {
         __m512bh bv[V];

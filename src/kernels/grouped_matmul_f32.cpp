@@ -18,14 +18,18 @@ using torch::autograd::tensor_list;
 
 using Gemm32 = grouped_gemm::TiledGemm<float, float>;
 
-// An R x 16V tile of c, accumulated in registers over all of k.
+// An R x 16V tile of c, accumulated in registers over k steps, from zero or
+// from the sums c holds.
 template <int R, int V>
 struct F32Tile {
   MOELAB_F32_TARGET static void run(const float* a, int64_t row_step, int64_t k_step,
-                                    const float* b, int64_t n, int64_t k, float* c) {
+                                    const float* b, int64_t k, float* c, int64_t n,
+                                    bool accumulate) {
     __m512 acc[R][V];
     for (int r = 0; r < R; ++r) {
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+      for (int v = 0; v < V; ++v) {
+        acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * n + 16 * v) : _mm512_setzero_ps();
+      }
     }
     for (int64_t p = 0; p < k; ++p) {
       __m512 bv[V];

@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -250,18 +252,31 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInBf16) {
 // joined bf16 weight, forward and dx, and fp32 weight gradients that round to
 // its bf16 ones. One part a transposed view of [E, N, K] (as the experts'
 // stacks), one a contiguous [E, K, N] (each packing path both ways), and one
-// with no unit stride (cast to bf16 before packing).
+// with no unit stride (cast to bf16 before packing). A group of 300 rows (150
+// pairs) takes the AVX512-BF16 tiles' fp32 weight gradients over two passes
+// (kReductionPass), the second carrying on from the first's sums.
 TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
   if (!grouped_matmul_has_cpu_kernel(torch::kBFloat16)) GTEST_SKIP() << "no AVX512-BF16";
   torch::manual_seed(5);
-  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
-  for (const auto& [tiles, k] : std::vector<std::pair<CpuTiles, int64_t>>{
-           {CpuTiles::kBest, 64}, {CpuTiles::kAvx512Dot, 64}, {CpuTiles::kBest, 48}}) {
-    SCOPED_TRACE("K " + std::to_string(k) + (tiles == CpuTiles::kBest ? " best" : " AVX512-BF16"));
-    const auto x = torch::randn({133, k}).to(torch::kBFloat16);
-    const auto gate = torch::randn({6, 32, k}).requires_grad_(true);  // [E, N, K]
-    const auto up = torch::randn({6, k, 48}).requires_grad_(true);    // [E, K, N]
-    const auto spaced = torch::randn({6, 2 * k, 64}).requires_grad_(true);
+  struct Case {
+    CpuTiles tiles;
+    int64_t k;
+    std::vector<int64_t> counts;
+  };
+  const std::vector<int64_t> few = {5, 0, 1, 50, 6, 71};
+  for (const auto& [tiles, k, counts] :
+       std::vector<Case>{{CpuTiles::kBest, 64, few},
+                         {CpuTiles::kAvx512Dot, 64, few},
+                         {CpuTiles::kBest, 48, few},
+                         {CpuTiles::kAvx512Dot, 64, {5, 0, 300}}}) {
+    SCOPED_TRACE("K " + std::to_string(k) + (tiles == CpuTiles::kBest ? " best" : " AVX512-BF16") +
+                 ", " + std::to_string(counts.size()) + " groups");
+    const auto groups = static_cast<int64_t>(counts.size());
+    const auto x = torch::randn({std::accumulate(counts.begin(), counts.end(), int64_t{0}), k})
+                       .to(torch::kBFloat16);
+    const auto gate = torch::randn({groups, 32, k}).requires_grad_(true);  // [E, N, K]
+    const auto up = torch::randn({groups, k, 48}).requires_grad_(true);    // [E, K, N]
+    const auto spaced = torch::randn({groups, 2 * k, 64}).requires_grad_(true);
     const auto every_other = [&](const auto& t) {  // [E, K, 32]: strides 128 and 2
       return t.slice(1, 0, 2 * k, 2).slice(2, 0, 64, 2);
     };
@@ -293,24 +308,29 @@ TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
 }
 
 // The fp32 kernel (AVX-512F CPUs) on the same groups: N = 96 and 80 leave
-// tiles of 32 and 16 columns, K = 48 a dx with one of 48. Against double, to
-// fp32 rounding.
+// tiles of 32 and 16 columns, K = 48 a dx with one of 48. Then reductions
+// longer than one pass of the tiles (kReductionPass, 128 steps): K = 160 in
+// the forward, a group of 300 rows in the weight gradient (three passes).
+// Against double, to fp32 rounding (a sum of 300 products rounds further).
 TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInFp32) {
   if (!grouped_matmul_has_cpu_kernel(torch::kFloat)) GTEST_SKIP() << "no AVX-512F";
   torch::manual_seed(3);
-  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
-  const int64_t rows = 133;
-  for (const int64_t k : {int64_t{64}, int64_t{48}}) {
+  const std::vector<int64_t> few = {5, 0, 1, 50, 6, 71}, long_group = {5, 0, 300};
+  for (const auto& [groups_k, k] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {few, 64}, {few, 48}, {long_group, 160}}) {
+    const std::vector<int64_t>& counts = groups_k;  // a name the lambdas can capture
+    const int64_t rows = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    const auto groups = static_cast<int64_t>(counts.size());
     for (const int64_t columns : {int64_t{96}, int64_t{80}}) {
       expect_same_as_reference(
-          {torch::randn({rows, k}), torch::randn({6, columns, k})},
+          {torch::randn({rows, k}), torch::randn({groups, columns, k})},
           [&](const auto& in) { return grouped_matmul(in[0], in[1].transpose(1, 2), counts); },
           [&](const auto& in) {
             return grouped_matmul_reference(in[0].to(torch::kFloat64),
                                             in[1].transpose(1, 2).to(torch::kFloat64), counts)
                 .to(torch::kFloat);
           },
-          {1e-5, 1e-5},
+          {1e-5, rows > 200 ? 2e-4 : 1e-5},
           "grouped_matmul fp32 K=" + std::to_string(k) + " N=" + std::to_string(columns));
     }
   }
@@ -327,6 +347,47 @@ TEST(GroupedMatmulTest, Fp32RowsAreBitwiseTheSameInAnyGrouping) {
   const auto whole = grouped_matmul(x, w, {60});
   const auto split = grouped_matmul(x, w.expand({2, 32, 48}), {7, 53});
   EXPECT_TRUE(torch::equal(whole, split));
+}
+
+// Each output of the fp32 kernel is one FMA chain over the reduction in order,
+// also where the reduction takes several passes of the tiles (K = 160 in the
+// forward, 300 rows in the weight gradient): the same bits as a scalar
+// std::fma loop.
+TEST(GroupedMatmulTest, Fp32ReductionsOverSeveralPassesAreOneFmaChainInOrder) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kFloat)) GTEST_SKIP() << "no AVX-512F";
+  torch::manual_seed(6);
+  const int64_t rows = 300, k = 160, n = 32;
+  const auto x = torch::randn({rows, k}).requires_grad_(true);
+  const auto w = torch::randn({1, k, n}).requires_grad_(true);
+  const auto dy = torch::randn({rows, n});
+  const auto y = grouped_matmul(x, w, {rows});
+  y.backward(dy);
+  // c[i][j] = sum over s of a(i, s) * b(s, j), one fma at a time in order of s.
+  const auto fma_chain = [](int64_t m, int64_t cols, int64_t steps, const auto& a, const auto& b) {
+    auto c = torch::empty({m, cols});
+    auto ca = c.accessor<float, 2>();
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        float acc = 0;
+        for (int64_t s = 0; s < steps; ++s) acc = std::fma(a(i, s), b(s, j), acc);
+        ca[i][j] = acc;
+      }
+    }
+    return c;
+  };
+  const auto x_values = x.detach(), w_values = w.detach()[0];
+  const auto xa = x_values.accessor<float, 2>();
+  const auto wa = w_values.accessor<float, 2>();
+  const auto dya = dy.accessor<float, 2>();
+  const auto want_y = fma_chain(
+      rows, n, k, [&](int64_t i, int64_t s) { return xa[i][s]; },
+      [&](int64_t s, int64_t j) { return wa[s][j]; });
+  // The kernel computes dw^T = dy^T x: row i of dw^T is column i of dy.
+  const auto want_dw_t = fma_chain(
+      n, k, rows, [&](int64_t i, int64_t s) { return dya[s][i]; },
+      [&](int64_t s, int64_t j) { return xa[s][j]; });
+  EXPECT_TRUE(torch::equal(y.detach(), want_y));
+  EXPECT_TRUE(torch::equal(w.grad()[0], want_dw_t.t()));
 }
 
 TEST(GroupedMatmulTest, CountsThatDoNotSumToTheRowsAreRefused) {
