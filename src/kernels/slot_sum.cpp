@@ -39,35 +39,50 @@ MOELAB_CPU_CLONES void gather_sum_range(const T* rows, int64_t n, const int64_t*
   }
 }
 
-// d rows[index[t, s]] = gates[t, s] * gy[t]; d gates[t, s] = <gy[t], rows[index[t, s]]>,
-// zero for a dropped slot.
+// For each row r in [begin, end) that slot = slot_of_row[r] names (token
+// slot / k): d rows[r] = gates[slot] * gy[token]; d gates[slot] = <gy[token],
+// rows[r]>. A row no slot names gets a zero gradient. In row order, so that
+// rows and d_rows stream and only gy (one row per token) is read out of order.
 template <typename T>
-MOELAB_CPU_CLONES void gather_sum_backward_range(const T* gy, const T* rows, int64_t n,
-                                                 const int64_t* index, const T* gates, T* d_rows,
-                                                 T* d_gates, int64_t begin, int64_t end, int64_t k,
-                                                 int64_t d) {
+MOELAB_CPU_CLONES void gather_sum_backward_range(const T* gy, const T* rows,
+                                                 const int64_t* slot_of_row, const T* gates,
+                                                 T* d_rows, T* d_gates, int64_t begin, int64_t end,
+                                                 int64_t k, int64_t d) {
   using Acc = at::opmath_type<T>;
-  for (int64_t t = begin; t < end; ++t) {
-    const T* gyt = gy + t * d;
-    for (int64_t s = 0; s < k; ++s) {
-      const int64_t at = index[t * k + s];
-      if (at >= n) {
-        cpu::store(d_gates, t * k + s, Acc(0));
-        continue;
-      }
-      const T* row = rows + at * d;
-      T* d_row = d_rows + at * d;
-      const Acc gate = cpu::load(gates, t * k + s);
-      Acc dot = 0;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t slot = slot_of_row[r];
+    T* d_row = d_rows + r * d;
+    if (slot < 0) {
+      std::fill(d_row, d_row + d, T(0));
+      continue;
+    }
+    const T* gyt = gy + slot / k * d;
+    const T* row = rows + r * d;
+    const Acc gate = cpu::load(gates, slot);
+    Acc dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (int64_t i = 0; i < d; ++i) {
-        const Acc gyi = cpu::load(gyt, i);
-        dot += gyi * cpu::load(row, i);
-        cpu::store(d_row, i, gate * gyi);
-      }
-      cpu::store(d_gates, t * k + s, dot);
+    for (int64_t i = 0; i < d; ++i) {
+      const Acc gyi = cpu::load(gyt, i);
+      dot += gyi * cpu::load(row, i);
+      cpu::store(d_row, i, gate * gyi);
+    }
+    cpu::store(d_gates, slot, dot);
+  }
+}
+
+// The slot that names each of n rows (index_TK's inverse), -1 where none does;
+// and d gates of the slots that name no row (dropped) zeroed.
+template <typename T>
+std::vector<int64_t> slot_of_each_row(const int64_t* index, int64_t slots, int64_t n, T* d_gates) {
+  std::vector<int64_t> slot_of_row(n, -1);
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    if (index[slot] < n) {
+      slot_of_row[index[slot]] = slot;
+    } else {
+      d_gates[slot] = T(0);
     }
   }
+  return slot_of_row;
 }
 
 // rows [N, d] and index [T, k] (int64) as the CPU loops read them, and gates
@@ -126,16 +141,18 @@ struct GatherWeightedSlotSum : torch::autograd::Function<GatherWeightedSlotSum> 
     const auto saved = ctx->get_saved_variables();
     const auto &rows = saved[0], &gates = saved[1], &index = saved[2];
     const auto gy = grads[0].contiguous();
-    const int64_t tokens = index.size(0), k = index.size(1), n = rows.size(0), d = rows.size(1);
-    // The loop writes the rows that slots name; any other row's gradient is zero.
-    const bool every_row_named = index.lt(n).sum().item<int64_t>() == n;
-    auto d_rows = every_row_named ? torch::empty_like(rows) : torch::zeros_like(rows);
+    const int64_t k = index.size(1), n = rows.size(0), d = rows.size(1);
+    auto d_rows = torch::empty_like(rows);
     auto d_gates = torch::empty_like(gates);
-    for_token_ranges(rows, tokens, k, [&](auto tag, int64_t b, int64_t e, auto*) {
-      using T = decltype(tag);
-      gather_sum_backward_range<T>(gy.data_ptr<T>(), rows.data_ptr<T>(), n,
-                                   index.data_ptr<int64_t>(), gates.data_ptr<T>(),
-                                   d_rows.data_ptr<T>(), d_gates.data_ptr<T>(), b, e, k, d);
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, rows.scalar_type(), "gather_slot_sum", [&] {
+      const auto slot_of_row = slot_of_each_row(index.data_ptr<int64_t>(), index.numel(), n,
+                                                d_gates.data_ptr<scalar_t>());
+      at::parallel_for(0, n, cpu::row_grain(d), [&](int64_t begin, int64_t end) {
+        gather_sum_backward_range<scalar_t>(gy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
+                                            slot_of_row.data(), gates.data_ptr<scalar_t>(),
+                                            d_rows.data_ptr<scalar_t>(),
+                                            d_gates.data_ptr<scalar_t>(), begin, end, k, d);
+      });
     });
     return {d_rows, d_gates, at::Tensor()};
   }
