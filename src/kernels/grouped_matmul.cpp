@@ -9,6 +9,7 @@
 
 #include "kernels/grouped_gemm.h"
 #include "kernels/grouped_matmul_f32.h"
+#include "kernels/transpose_16x16.h"
 #include "util/cpu_features.h"
 
 #ifdef MOELAB_BF16_DOT_KERNEL
@@ -128,32 +129,7 @@ const uint16_t* bits(const torch::Tensor& t) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// out[j * stride + q] = r[q][j] for a 16 x 16 block of words r[q] (16 each):
-// pairs of 32-bit words, then of 64-bit words, then 128-bit lanes swapped.
-MOELAB_BF16_DOT_TARGET void store_transposed(const __m512i (&r)[16], Word* out, int64_t stride) {
-  __m512i a[16], b[16];
-  for (int i = 0; i < 16; i += 2) {
-    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  // b[4i + c], lane L: column 4L + c of rows 4i .. 4i + 3.
-  for (int i = 0; i < 16; i += 4) {
-    b[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
-    b[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
-    b[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
-    b[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {
-    const __m512i s0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44);
-    const __m512i s1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
-    const __m512i s2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
-    const __m512i s3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
-    _mm512_storeu_si512(out + c * stride, _mm512_shuffle_i32x4(s0, s2, 0x88));
-    _mm512_storeu_si512(out + (4 + c) * stride, _mm512_shuffle_i32x4(s0, s2, 0xDD));
-    _mm512_storeu_si512(out + (8 + c) * stride, _mm512_shuffle_i32x4(s1, s3, 0x88));
-    _mm512_storeu_si512(out + (12 + c) * stride, _mm512_shuffle_i32x4(s1, s3, 0xDD));
-  }
-}
+using cpu::store_transposed;
 
 // pack_row_pairs of m[i][j] = m[i + j * sj] (rows even, cols a multiple of 16,
 // m 4-byte aligned): word (p, j) is the word at m + j * sj + 2p.
@@ -494,6 +470,18 @@ bool bf16_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
   });
 }
 
+// Whether the fp32 CPU kernel takes x with these parts: all fp32 on the CPU,
+// K and the parts' columns together fitting the tiles.
+bool f32_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
+  int64_t n = 0;
+  for (const auto& w : parts) {
+    if (w.scalar_type() != torch::kFloat || !w.is_cpu()) return false;
+    n += w.size(2);
+  }
+  return x.scalar_type() == torch::kFloat && x.is_cpu() &&
+         grouped_matmul_cpu_kernel_fits(torch::kFloat, x.size(1), n);
+}
+
 }  // namespace
 
 torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
@@ -515,12 +503,8 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
     return GroupedMatmulFunction::apply(x.contiguous(), w_parts, counts, amx);
   }
 #endif
-  const auto w = join_weight_parts(w_parts, x.scalar_type());
-  if (x.is_cpu() && grouped_matmul_cpu_kernel_fits(torch::kFloat, w.size(1), w.size(2)) &&
-      x.scalar_type() == torch::kFloat) {
-    return grouped_matmul_f32(x, w, counts);
-  }
-  return grouped_mm_fallback(x, w, counts);
+  if (f32_kernel_takes(x, w_parts)) return grouped_matmul_f32(x, w_parts, counts);
+  return grouped_mm_fallback(x, join_weight_parts(w_parts, x.scalar_type()), counts);
 }
 
 torch::Tensor join_weight_parts(at::TensorList w_parts, torch::ScalarType dtype) {

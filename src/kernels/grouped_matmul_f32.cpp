@@ -1,6 +1,7 @@
 #include "kernels/grouped_matmul_f32.h"
 
 #include "kernels/grouped_gemm.h"
+#include "kernels/transpose_16x16.h"
 #include "util/cpu_features.h"
 
 #ifdef MOELAB_BF16_DOT_KERNEL
@@ -47,10 +48,56 @@ struct F32Tile {
 
 constexpr auto f32_tiles = grouped_gemm::tile_table<F32Tile>();
 
-// y[rows, N] = group g's rows of x[rows, K] (contiguous) times w[g] ([E, K, N]).
-torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
+// out (row stride out_stride) = the transpose of m[rows, cols] (row stride
+// m_stride), both multiples of 16: 16 x 16 blocks transposed in registers,
+// where LibTorch's copy of a transposed view runs at a fraction of a plain
+// copy's pace.
+MOELAB_F32_TARGET void transpose_into(const float* m, int64_t rows, int64_t cols, int64_t m_stride,
+                                      float* out, int64_t out_stride) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      __m512i r[16];
+      for (int q = 0; q < 16; ++q) {
+        r[q] = _mm512_loadu_si512(m + (i0 + q) * m_stride + j0);
+      }
+      cpu::store_transposed(r, out + j0 * out_stride + i0, out_stride);
+    }
+  }
+}
+
+// The weight parts [E, K, N_i] side by side as one contiguous [E, K, N]: B's
+// rows must be contiguous. A part that is a transposed view of a contiguous
+// [E, N_i, K] (an expert stack) is transposed 16 x 16 at a time.
+torch::Tensor joined_rows(at::TensorList parts) {
+  const auto& first = parts.front();
+  if (parts.size() == 1 && first.is_contiguous()) return first;
+  const int64_t groups = first.size(0), k = first.size(1);
+  int64_t n = 0;
+  for (const auto& w : parts) n += w.size(2);
+  auto b = torch::empty({groups, k, n}, first.options());
+  int64_t column = 0;
+  for (const auto& w : parts) {
+    const int64_t width = w.size(2);
+    if (w.stride(1) == 1 && w.stride(2) == k && w.stride(0) == k * width && width % 16 == 0) {
+      const float* m = w.data_ptr<float>();
+      float* out = b.data_ptr<float>() + column;
+      at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t g = begin; g < end; ++g) {
+          transpose_into(m + g * width * k, width, k, k, out + g * k * n, n);
+        }
+      });
+    } else {
+      b.narrow(2, column, width).copy_(w);
+    }
+    column += width;
+  }
+  return b;
+}
+
+// y[rows, N] = group g's rows of x[rows, K] (contiguous) times b[g]
+// (contiguous [E, K, N]).
+torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& b,
                              const std::vector<int64_t>& counts) {
-  const torch::Tensor b = w.contiguous();  // B's rows must be contiguous
   const int64_t k = b.size(1), n = b.size(2);
   auto y = torch::empty({x.size(0), n}, x.options());
   const auto starts = grouped_gemm::group_starts(counts);
@@ -64,42 +111,72 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& w,
   return y;
 }
 
-// dw[g] = x_g^T dy_g ([E, K, N]), computed as its transpose dy_g^T x_g,
-// contiguous [E, N, K]: the weights are transposed views of [E, out, in]
-// stacks, so their gradient then reaches the stack without a copy. A group
-// without rows gets zeros (a tile over no reduction).
-torch::Tensor weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
-                                 const std::vector<int64_t>& counts) {
+// dx = dy times the parts' transposes [E, N_i, K] stacked along N: for the
+// experts' gate and up parts, the two stacks one after the other.
+torch::Tensor input_grad_kernel(const torch::Tensor& dy, at::TensorList parts,
+                                const std::vector<int64_t>& counts) {
+  std::vector<torch::Tensor> transposed;
+  for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
+  const auto b =
+      transposed.size() == 1 ? transposed.front().contiguous() : torch::cat(transposed, 1);
+  return forward_kernel(dy, b, counts);
+}
+
+// The gradient of each part, dw_i[g] = x_g^T dy_g over the part's columns of
+// dy ([E, K, N_i]), computed as its transpose dy_g^T x_g, contiguous
+// [E, N_i, K]: the parts are transposed views of [E, out, in] stacks, so their
+// gradients then reach the stacks without a copy. A group without rows gets
+// zeros (a tile over no reduction).
+std::vector<torch::Tensor> weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
+                                              const std::vector<int64_t>& counts,
+                                              at::TensorList parts) {
   const int64_t k = x.size(1), n = dy.size(1);
   const auto starts = grouped_gemm::group_starts(counts);
-  auto dw_t = torch::empty({static_cast<int64_t>(counts.size()), n, k}, dy.options());
+  std::vector<torch::Tensor> grads;
   std::vector<Gemm32> gemms;
-  for (size_t g = 0; g < counts.size(); ++g) {
-    gemms.push_back({dy.data_ptr<float>() + starts[g] * n, 1, n, n, counts[g],
-                     x.data_ptr<float>() + starts[g] * k,
-                     dw_t.data_ptr<float>() + static_cast<int64_t>(g) * n * k});
+  int64_t column = 0;  // of dy: the part's first
+  for (const auto& w : parts) {
+    const int64_t width = w.size(2);
+    auto grad_t = torch::empty({static_cast<int64_t>(counts.size()), width, k}, dy.options());
+    for (size_t g = 0; g < counts.size(); ++g) {
+      gemms.push_back({dy.data_ptr<float>() + starts[g] * n + column, 1, n, width, counts[g],
+                       x.data_ptr<float>() + starts[g] * k,
+                       grad_t.data_ptr<float>() + static_cast<int64_t>(g) * width * k});
+    }
+    grads.push_back(grad_t.transpose(1, 2));
+    column += width;
   }
   grouped_gemm::run_tiles(gemms, k, f32_tiles);
-  return dw_t.transpose(1, 2);
+  return grads;
 }
 
 class GroupedMatmulF32Function : public torch::autograd::Function<GroupedMatmulF32Function> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const std::vector<int64_t>& counts) {
-    ctx->save_for_backward({x, w});
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const at::TensorList& parts, const std::vector<int64_t>& counts) {
+    std::vector<torch::Tensor> saved{x};
+    saved.insert(saved.end(), parts.begin(), parts.end());
+    ctx->save_for_backward(saved);
     ctx->saved_data["counts"] = counts;
-    return forward_kernel(x, w, counts);
+    return forward_kernel(x, joined_rows(parts), counts);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const std::vector<torch::Tensor> parts(saved.begin() + 1, saved.end());
     const auto counts = ctx->saved_data["counts"].toIntVector();
     const auto dy = grads[0].contiguous();
-    torch::Tensor dx, dw;
-    if (ctx->needs_input_grad(0)) dx = forward_kernel(dy, saved[1].transpose(1, 2), counts);
-    if (ctx->needs_input_grad(1)) dw = weight_grad_kernel(saved[0], dy, counts);
-    return {dx, dw, torch::Tensor()};
+    tensor_list out(parts.size() + 2);
+    if (ctx->needs_input_grad(0)) out[0] = input_grad_kernel(dy, parts, counts);
+    bool any_weight_grad = false;
+    for (size_t i = 0; i < parts.size(); ++i) any_weight_grad |= ctx->needs_input_grad(i + 1);
+    if (!any_weight_grad) return out;
+    const auto weight_grads = weight_grad_kernel(x, dy, counts, parts);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (ctx->needs_input_grad(i + 1)) out[i + 1] = weight_grads[i];
+    }
+    return out;
   }
 };
 
@@ -115,15 +192,20 @@ bool grouped_matmul_f32_available() {
 #endif
 }
 
-torch::Tensor grouped_matmul_f32(const torch::Tensor& x, const torch::Tensor& w,
+torch::Tensor grouped_matmul_f32(const torch::Tensor& x, at::TensorList w_parts,
                                  const std::vector<int64_t>& counts) {
 #ifdef MOELAB_BF16_DOT_KERNEL
-  TORCH_CHECK(grouped_matmul_f32_available() && x.scalar_type() == torch::kFloat &&
-                  w.scalar_type() == torch::kFloat && x.is_cpu() && w.is_cpu() &&
-                  w.size(1) % 16 == 0 && w.size(2) % 16 == 0,
+  int64_t n = 0;
+  for (const auto& w : w_parts) {
+    TORCH_CHECK(w.scalar_type() == torch::kFloat && w.is_cpu() && w.size(1) % 16 == 0,
+                "grouped_matmul_f32: fp32 CPU weights with K a multiple of 16 expected");
+    n += w.size(2);
+  }
+  TORCH_CHECK(grouped_matmul_f32_available() && x.scalar_type() == torch::kFloat && x.is_cpu() &&
+                  n % 16 == 0,
               "grouped_matmul_f32: fp32 CPU tensors with K and N multiples of 16 on an AVX-512F "
               "CPU expected");
-  return GroupedMatmulF32Function::apply(x.contiguous(), w, counts);
+  return GroupedMatmulF32Function::apply(x.contiguous(), w_parts, counts);
 #else
   TORCH_CHECK(false, "grouped_matmul_f32: built without the x86-64 kernels");
 #endif

@@ -14,9 +14,13 @@ namespace moelab {
 // Whether the CPU and the build have it.
 bool grouped_matmul_f32_available();
 
-// grouped_matmul for fp32 CPU tensors with K and N multiples of 16, on a CPU
-// where grouped_matmul_f32_available(); differentiable in x and w.
-torch::Tensor grouped_matmul_f32(const torch::Tensor& x, const torch::Tensor& w,
+// grouped_matmul for fp32 CPU tensors with K and N (all the weight parts'
+// columns) multiples of 16, on a CPU where grouped_matmul_f32_available();
+// differentiable in x and each part. The parts (the experts' gate and up,
+// transposed views of their stacks) are joined once, transposed into B's
+// rows; the backward reads the stacks as they are and writes each part's
+// gradient in its stack's layout.
+torch::Tensor grouped_matmul_f32(const torch::Tensor& x, at::TensorList w_parts,
                                  const std::vector<int64_t>& counts);
 
 }  // namespace moelab

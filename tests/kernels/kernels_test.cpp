@@ -336,6 +336,40 @@ TEST(GroupedMatmulTest, MatchesOneDoubleMatmulPerGroupInFp32) {
   }
 }
 
+// The fp32 kernel's weight parts side by side (the experts' gate and up, as
+// grouped_matmul takes them in fp32): the same bits as the joined weight,
+// forward, dx and each part's gradient. One part a transposed view of
+// [E, N, K] (transposed into B's rows 16 x 16 at a time), one a contiguous
+// [E, K, N] and one with no unit stride (both copied by LibTorch).
+TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedWeightsBits) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kFloat)) GTEST_SKIP() << "no AVX-512F";
+  torch::manual_seed(7);
+  const std::vector<int64_t> counts = {5, 0, 1, 50, 6, 71};
+  const int64_t k = 48;
+  const auto x = torch::randn({133, k});
+  const auto gate = torch::randn({6, 32, k}).requires_grad_(true);  // [E, N, K]
+  const auto up = torch::randn({6, k, 48}).requires_grad_(true);    // [E, K, N]
+  const auto spaced = torch::randn({6, 2 * k, 32}).requires_grad_(true);
+  const auto every_other = [&](const auto& t) { return t.slice(1, 0, 2 * k, 2); };  // [E, K, 32]
+  const auto x_parts = x.clone().requires_grad_(true);
+  const auto y = grouped_matmul(x_parts, {gate.transpose(1, 2), up, every_other(spaced)}, counts);
+
+  const auto w =
+      torch::cat({gate.detach().transpose(1, 2), up.detach(), every_other(spaced.detach())}, 2)
+          .requires_grad_(true);
+  const auto x_joined = x.clone().requires_grad_(true);
+  const auto want = grouped_matmul(x_joined, w, counts);
+  ASSERT_TRUE(torch::equal(y, want));
+
+  const auto dy = torch::randn(want.sizes());
+  y.backward(dy);
+  want.backward(dy);
+  EXPECT_TRUE(torch::equal(x_parts.grad(), x_joined.grad()));
+  EXPECT_TRUE(torch::equal(gate.grad().transpose(1, 2), w.grad().narrow(2, 0, 32)));
+  EXPECT_TRUE(torch::equal(up.grad(), w.grad().narrow(2, 32, 48)));
+  EXPECT_TRUE(torch::equal(every_other(spaced.grad()), w.grad().narrow(2, 80, 32)));
+}
+
 // A row's output does not depend on how the rows around it are grouped: the
 // same rows as one group of 60 or as groups of 7 and 53 (so an expert's output
 // is the same at every expert-parallel layout).
