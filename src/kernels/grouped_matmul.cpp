@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 
 #include "kernels/grouped_gemm.h"
 #include "kernels/grouped_matmul_f32.h"
@@ -79,13 +80,15 @@ struct Bf16DotTiles {
     MOELAB_BF16_DOT_TARGET static void run(const Word* a, int64_t row_step, int64_t pair_step,
                                            const Word* b, int64_t pairs, Out* c, int64_t n,
                                            bool accumulate) {
+      // run_tiles asks to accumulate only into an fp32 c.
       __m512 acc[R][V];
       for (int r = 0; r < R; ++r) {
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-      }
-      if constexpr (std::is_same_v<Out, float>) {
-        for (int r = 0; r < R && accumulate; ++r) {
-          for (int v = 0; v < V; ++v) acc[r][v] = _mm512_loadu_ps(c + r * n + 16 * v);
+        for (int v = 0; v < V; ++v) {
+          if constexpr (std::is_same_v<Out, float>) {
+            acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * n + 16 * v) : _mm512_setzero_ps();
+          } else {
+            acc[r][v] = _mm512_setzero_ps();
+          }
         }
       }
       for (int64_t p = 0; p < pairs; ++p) {
@@ -470,18 +473,6 @@ bool bf16_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
   });
 }
 
-// Whether the fp32 CPU kernel takes x with these parts: all fp32 on the CPU,
-// K and the parts' columns together fitting the tiles.
-bool f32_kernel_takes(const torch::Tensor& x, at::TensorList parts) {
-  int64_t n = 0;
-  for (const auto& w : parts) {
-    if (w.scalar_type() != torch::kFloat || !w.is_cpu()) return false;
-    n += w.size(2);
-  }
-  return x.scalar_type() == torch::kFloat && x.is_cpu() &&
-         grouped_matmul_cpu_kernel_fits(torch::kFloat, x.size(1), n);
-}
-
 }  // namespace
 
 torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
@@ -503,7 +494,7 @@ torch::Tensor grouped_matmul(const torch::Tensor& x, at::TensorList w_parts,
     return GroupedMatmulFunction::apply(x.contiguous(), w_parts, counts, amx);
   }
 #endif
-  if (f32_kernel_takes(x, w_parts)) return grouped_matmul_f32(x, w_parts, counts);
+  if (grouped_matmul_f32_takes(x, w_parts)) return grouped_matmul_f32(x, w_parts, counts);
   return grouped_mm_fallback(x, join_weight_parts(w_parts, x.scalar_type()), counts);
 }
 

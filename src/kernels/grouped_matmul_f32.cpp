@@ -192,17 +192,20 @@ bool grouped_matmul_f32_available() {
 #endif
 }
 
+bool grouped_matmul_f32_takes(const torch::Tensor& x, at::TensorList w_parts) {
+  int64_t n = 0;
+  for (const auto& w : w_parts) {
+    if (w.scalar_type() != torch::kFloat || !w.is_cpu() || w.size(1) != x.size(1)) return false;
+    n += w.size(2);
+  }
+  return grouped_matmul_f32_available() && x.scalar_type() == torch::kFloat && x.is_cpu() &&
+         x.size(1) % 16 == 0 && n % 16 == 0;
+}
+
 torch::Tensor grouped_matmul_f32(const torch::Tensor& x, at::TensorList w_parts,
                                  const std::vector<int64_t>& counts) {
 #ifdef MOELAB_BF16_DOT_KERNEL
-  int64_t n = 0;
-  for (const auto& w : w_parts) {
-    TORCH_CHECK(w.scalar_type() == torch::kFloat && w.is_cpu() && w.size(1) % 16 == 0,
-                "grouped_matmul_f32: fp32 CPU weights with K a multiple of 16 expected");
-    n += w.size(2);
-  }
-  TORCH_CHECK(grouped_matmul_f32_available() && x.scalar_type() == torch::kFloat && x.is_cpu() &&
-                  n % 16 == 0,
+  TORCH_CHECK(grouped_matmul_f32_takes(x, w_parts),
               "grouped_matmul_f32: fp32 CPU tensors with K and N multiples of 16 on an AVX-512F "
               "CPU expected");
   return GroupedMatmulF32Function::apply(x.contiguous(), w_parts, counts);

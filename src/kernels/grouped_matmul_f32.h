@@ -14,12 +14,15 @@ namespace moelab {
 // Whether the CPU and the build have it.
 bool grouped_matmul_f32_available();
 
-// grouped_matmul for fp32 CPU tensors with K and N (all the weight parts'
-// columns) multiples of 16, on a CPU where grouped_matmul_f32_available();
-// differentiable in x and each part. The parts (the experts' gate and up,
-// transposed views of their stacks) are joined once, transposed into B's
-// rows; the backward reads the stacks as they are and writes each part's
-// gradient in its stack's layout.
+// Whether the kernel takes x [rows, K] with these weight parts [E, K, N_i]: all
+// fp32 on the CPU, K and N (the parts' columns together) multiples of 16, on
+// a CPU where grouped_matmul_f32_available().
+bool grouped_matmul_f32_takes(const torch::Tensor& x, at::TensorList w_parts);
+
+// grouped_matmul for operands that grouped_matmul_f32_takes, differentiable in
+// x and each part. The parts (the experts' gate and up, transposed views of
+// their stacks) are joined once, transposed into B's rows; the backward reads
+// the stacks as they are and writes each part's gradient in its stack's layout.
 torch::Tensor grouped_matmul_f32(const torch::Tensor& x, at::TensorList w_parts,
                                  const std::vector<int64_t>& counts);
 

@@ -144,16 +144,17 @@ struct GatherWeightedSlotSum : torch::autograd::Function<GatherWeightedSlotSum> 
     const int64_t k = index.size(1), n = rows.size(0), d = rows.size(1);
     auto d_rows = torch::empty_like(rows);
     auto d_gates = torch::empty_like(gates);
-    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, rows.scalar_type(), "gather_slot_sum", [&] {
-      const auto slot_of_row = slot_of_each_row(index.data_ptr<int64_t>(), index.numel(), n,
-                                                d_gates.data_ptr<scalar_t>());
-      at::parallel_for(0, n, cpu::row_grain(d), [&](int64_t begin, int64_t end) {
-        gather_sum_backward_range<scalar_t>(gy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
-                                            slot_of_row.data(), gates.data_ptr<scalar_t>(),
-                                            d_rows.data_ptr<scalar_t>(),
-                                            d_gates.data_ptr<scalar_t>(), begin, end, k, d);
-      });
-    });
+    AT_DISPATCH_FLOATING_TYPES_AND(
+        at::kBFloat16, rows.scalar_type(), "gather_weighted_slot_sum", [&] {
+          const auto slot_of_row = slot_of_each_row(index.data_ptr<int64_t>(), index.numel(), n,
+                                                    d_gates.data_ptr<scalar_t>());
+          at::parallel_for(0, n, cpu::row_grain(d), [&](int64_t begin, int64_t end) {
+            gather_sum_backward_range<scalar_t>(gy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
+                                                slot_of_row.data(), gates.data_ptr<scalar_t>(),
+                                                d_rows.data_ptr<scalar_t>(),
+                                                d_gates.data_ptr<scalar_t>(), begin, end, k, d);
+          });
+        });
     return {d_rows, d_gates, at::Tensor()};
   }
 };
