@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "util/cpu_features.h"
 
@@ -64,6 +65,14 @@ MOELAB_AMX_TARGET void store_row(const float* acc, uint16_t* c) {
 MOELAB_AMX_TARGET void store_row(const float* acc, float* c) {
   _mm512_storeu_ps(c, _mm512_load_ps(acc));
 }
+// Two tiles' rows side by side: 32 columns of c.
+MOELAB_AMX_TARGET void store_rows(const float* left, const float* right, uint16_t* c) {
+  _mm512_storeu_si512(c, (__m512i)_mm512_cvtne2ps_pbh(_mm512_load_ps(right), _mm512_load_ps(left)));
+}
+MOELAB_AMX_TARGET void store_rows(const float* left, const float* right, float* c) {
+  store_row(left, c);
+  store_row(right, c + kTile);
+}
 
 // Rows [0, 16RT) x columns [0, 16CT) of c = A · B, of which the first `rows`
 // rows are stored. A: 16RT rows of `pairs` words, a_step words apart; B: [pairs, n].
@@ -88,16 +97,30 @@ MOELAB_AMX_TARGET void tile_product(const Word* a, int64_t a_step, const Word* b
     }
     if constexpr (RT == 2 && CT == 2) MOELAB_TILE_DOT(3, 5, 7);
   }
+  if constexpr (std::is_same_v<Out, float>) {
+    // Full tiles of an fp32 c take the accumulators as they are.
+    if (rows == kTile * RT) {
+      MOELAB_TILE_STORE(0, c, 4 * n);
+      if constexpr (CT == 2) MOELAB_TILE_STORE(1, c + kTile, 4 * n);
+      if constexpr (RT == 2) MOELAB_TILE_STORE(2, c + kTile * n, 4 * n);
+      if constexpr (RT == 2 && CT == 2) MOELAB_TILE_STORE(3, c + kTile * n + kTile, 4 * n);
+      return;
+    }
+  }
   alignas(64) float acc[4][kTile][kTile];
   MOELAB_TILE_STORE(0, acc[0], 64);
   if constexpr (CT == 2) MOELAB_TILE_STORE(1, acc[1], 64);
   if constexpr (RT == 2) MOELAB_TILE_STORE(2, acc[2], 64);
   if constexpr (RT == 2 && CT == 2) MOELAB_TILE_STORE(3, acc[3], 64);
-  for (int t = 0; t < 4; ++t) {
-    const int64_t row = kTile * (t / 2), col = kTile * (t % 2);
-    if (t / 2 >= RT || t % 2 >= CT) continue;
-    for (int64_t i = 0; i < std::min(kTile, rows - row); ++i) {
-      store_row(acc[t][i], c + (row + i) * n + col);
+  // Tile 2 rt + ct holds rows 16 rt.. and columns 16 ct.. of c.
+  for (int rt = 0; rt < RT; ++rt) {
+    for (int64_t i = 0; i < std::min(kTile, rows - kTile * rt); ++i) {
+      Out* c_row = c + (kTile * rt + i) * n;
+      if constexpr (CT == 2) {
+        store_rows(acc[2 * rt][i], acc[2 * rt + 1][i], c_row);
+      } else {
+        store_row(acc[2 * rt][i], c_row);
+      }
     }
   }
 }
