@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/transpose_16x16.h"
 #include "util/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -84,13 +85,68 @@ __attribute__((target("avx512f"))) bool top_k_row_avx512(const float* v, int64_t
   }
   return true;
 }
+
+constexpr int64_t kLanes = 16;
+constexpr int64_t kMaxLaneK = 12;  // 2k best vectors, the column and the rest in 32 registers
+
+// kLanes rows at once, one per lane (k <= kMaxLaneK, each row at most 16 *
+// kMaxVectors values): the rows transposed 16 x 16 at a time so that each
+// column is one vector, then each column inserted into every lane's best k in
+// order, below the values it does not strictly exceed (so the lower index
+// stays ahead among equals, as top_k_row). The slots start as NaN, which any
+// value displaces (an unordered compare). No branch per value, where one row
+// at a time pays a search for each of its k picks. False, with nothing
+// written, when a row holds a NaN.
+__attribute__((target("avx512f"))) bool top_k_lanes_avx512(const float* v, int64_t cols, int64_t k,
+                                                           int64_t* index) {
+  alignas(64) float column[16 * kMaxVectors][kLanes];
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 nan = 0;
+  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+    const auto in_row = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j0)) - 1);
+    __m512i r[kLanes];
+    for (int64_t q = 0; q < kLanes; ++q) {
+      const __m512 x = _mm512_mask_loadu_ps(lowest, in_row, v + q * cols + j0);
+      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      r[q] = _mm512_castps_si512(x);
+    }
+    cpu::store_transposed(r, &column[j0][0], kLanes);
+  }
+  if (nan != 0) return false;
+  __m512 best[kMaxLaneK];
+  __m512i at[kMaxLaneK];
+  for (int64_t s = 0; s < k; ++s) {
+    best[s] = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    at[s] = _mm512_setzero_si512();
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    __m512 x = _mm512_load_ps(&column[j][0]);
+    __m512i xi = _mm512_set1_epi32(static_cast<int32_t>(j));
+    for (int64_t s = 0; s < k; ++s) {
+      const __mmask16 above = _mm512_cmp_ps_mask(x, best[s], _CMP_NLE_UQ);
+      const __m512 b = best[s];
+      const __m512i bi = at[s];
+      best[s] = _mm512_mask_blend_ps(above, b, x);
+      at[s] = _mm512_mask_blend_epi32(above, bi, xi);
+      x = _mm512_mask_blend_ps(above, x, b);
+      xi = _mm512_mask_blend_epi32(above, xi, bi);
+    }
+  }
+  alignas(64) int32_t picked[kMaxLaneK][kLanes];
+  for (int64_t s = 0; s < k; ++s) _mm512_store_si512(picked[s], at[s]);
+  for (int64_t q = 0; q < kLanes; ++q) {
+    for (int64_t s = 0; s < k; ++s) index[q * k + s] = picked[s][q];
+  }
+  return true;
+}
 #pragma GCC diagnostic pop
 #endif
 
 // Row by row: in registers where the CPU has AVX-512 and the row fits and holds
 // no NaN; else top_k_row.
 template <typename T>
-void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k, int64_t* index) {
+void top_k_each_row(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k,
+                    int64_t* index) {
 #ifdef MOELAB_TOP_K_AVX512
   // Rows of this width and dtype fit top_k_row_avx512 on this CPU.
   const bool registers =
@@ -105,6 +161,24 @@ void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k,
 #endif
     top_k_row(v + r * cols, cols, k, best.data(), index + r * k);
   }
+}
+
+// kLanes rows at a time where top_k_lanes_avx512 takes them, the rest (and a
+// block holding a NaN) row by row.
+template <typename T>
+void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k, int64_t* index) {
+  int64_t r = begin;
+#ifdef MOELAB_TOP_K_AVX512
+  if constexpr (std::is_same_v<T, float>) {
+    const bool lanes = cols <= 16 * kMaxVectors && k <= kMaxLaneK && cpu_features().avx512f;
+    for (; lanes && r + kLanes <= end; r += kLanes) {
+      if (!top_k_lanes_avx512(v + r * cols, cols, k, index + r * k)) {
+        top_k_each_row(v, r, r + kLanes, cols, k, index);
+      }
+    }
+  }
+#endif
+  top_k_each_row(v, r, end, cols, k, index);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "model/moe_layer.h"
 
-#include <algorithm>
-
+#include "kernels/route_counts.h"
 #include "model/activation_checkpoint.h"
 #include "model/compute.h"
 #include "model/phase_timer.h"
@@ -22,7 +21,6 @@ MoeLayerImpl::MoeLayerImpl(int64_t d, const MoeConfig& moe,
                        GroupLimit{moe.n_groups, moe.topk_groups, moe.group_score}));
   const auto ranks = dispatcher_->expert_ranks(moe.num_experts);
   expert_rank_ = torch::tensor(ranks, torch::kLong);  // a statistic's map, not a buffer
-  ep_ranks_ = *std::max_element(ranks.begin(), ranks.end()) + 1;
   const auto ids = dispatcher_->local_expert_ids();
   std::vector<int64_t> widths;
   for (int64_t gid : ids) widths.push_back(moe.expert_width(gid));
@@ -55,19 +53,6 @@ torch::Tensor MoeLayerImpl::sequence_balance_loss(const RouterOutput& route,
   }
   const auto mean_prob = route.probs.view({sequences, seq_len, experts}).mean(1);
   return aux_coef_ * experts * (fraction * mean_prob).sum(1).mean();
-}
-
-torch::Tensor MoeLayerImpl::mean_ranks_reached(const torch::Tensor& kept_ids) const {
-  const int64_t tokens = kept_ids.size(0);
-  const auto rank_Tk = expert_rank_.to(kept_ids.device())
-                           .index_select(0, kept_ids.clamp_min(0).reshape(-1))
-                           .view(kept_ids.sizes());
-  // Column 0 collects the dropped assignments (-1), column r + 1 rank r.
-  const auto column_Tk = torch::where(kept_ids >= 0, rank_Tk + 1, torch::zeros_like(kept_ids));
-  const auto reached_TR = torch::zeros({tokens, ep_ranks_ + 1}, kept_ids.options())
-                              .scatter_(1, column_Tk, 1)
-                              .narrow(1, 1, ep_ranks_);
-  return reached_TR.sum(1).to(torch::kDouble).mean().reshape({1});
 }
 
 void MoeLayerImpl::update_balance_bias(bool apply) {
@@ -118,15 +103,17 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   // Statistics travel in one tensor so a global reduction is one collective:
   // [f_0 .. f_{E-1}, drop fraction, router entropy, ranks per token].
   torch::Tensor stats;
+  RouteCounts counts;
   {
     torch::NoGradGuard no_grad;
-    const auto load = route.expert_ids.reshape(-1).bincount({}, num_experts).to(x.scalar_type()) /
-                      static_cast<double>(assignments);
-    const auto dropped = (route.kept_ids < 0).sum().to(x.scalar_type()).reshape({1}) /
-                         static_cast<double>(assignments);
-    const auto entropy = -(route.probs * route.log_probs).sum(-1).mean();
-    const auto ranks = mean_ranks_reached(route.kept_ids).to(x.scalar_type());
-    stats = torch::cat({load, dropped, entropy.reshape({1}), ranks});
+    counts = route_counts(route.expert_ids, route.kept_ids, expert_rank_);
+    const auto per_assignment = [&](const torch::Tensor& n) {
+      return n.to(x.scalar_type()).reshape({-1}) / static_cast<double>(assignments);
+    };
+    const auto ranks =
+        counts.ranks_reached.to(torch::kDouble).reshape({1}) / static_cast<double>(tokens);
+    stats = torch::cat({per_assignment(counts.chosen_E), per_assignment(counts.dropped),
+                        route.entropy.mean().reshape({1}), ranks.to(x.scalar_type())});
     if (reduce_mean_) stats = reduce_mean_(stats);
   }
   const auto load = stats.narrow(0, 0, num_experts);
@@ -141,16 +128,12 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, c10::ScalarType compute_
   if (router->bias.defined() && is_training() && !recomputing()) {
     step_load_ = step_load_.defined() ? step_load_ + load : load.clone();
   }
-  out.z_loss = z_coef_ * torch::logsumexp(route.logits, -1).pow(2).mean();
+  out.z_loss = z_coef_ * route.lse.pow(2).mean();
   out.stats.load = load.to(torch::kFloat32);
   out.stats.drop_fraction = stats[num_experts];
   out.stats.router_entropy = stats[num_experts + 1];
   out.stats.ranks_per_token = stats[num_experts + 2];
-  {
-    torch::NoGradGuard no_grad;  // a dropped assignment (-1) lands in bin 0, left out
-    out.stats.kept =
-        (route.kept_ids.reshape(-1) + 1).bincount({}, num_experts + 1).narrow(0, 1, num_experts);
-  }
+  out.stats.kept = counts.kept_E;
   out.stats.kept_ids = route.kept_ids;
   return out;
 }

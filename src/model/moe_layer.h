@@ -85,8 +85,6 @@ class MoeLayerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor sequence_balance_loss(const RouterOutput& route, int64_t seq_len) const;
-  // [1] ranks_per_token (above) of this forward's kept assignments.
-  torch::Tensor mean_ranks_reached(const torch::Tensor& kept_ids) const;
 
   std::shared_ptr<TokenDispatcher> dispatcher_;
   ReduceMean reduce_mean_;
@@ -94,7 +92,6 @@ class MoeLayerImpl : public torch::nn::Module {
   double aux_coef_, z_coef_, bias_rate_;
   torch::Tensor step_load_;    // aux_free: load summed over this step's micro-batches
   torch::Tensor expert_rank_;  // [E] int64: the EP rank holding each global expert
-  int64_t ep_ranks_;
 };
 TORCH_MODULE(MoeLayer);
 

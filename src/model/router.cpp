@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/softmax_route.h"
 #include "kernels/top_k.h"
 #include "model/compute.h"
 #include "util/error.h"
@@ -39,23 +40,16 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
   const auto x_stat = x.scalar_type() == torch::kBFloat16 ? x.to(torch::kFloat32) : x;
   RouterOutput out;
   out.logits = project(x_stat, weight);
-  torch::Tensor scores;
+  const auto scores = sigmoid_ ? torch::sigmoid(out.logits) : torch::Tensor();
+  out.expert_ids = choose_experts(out.logits, scores);
   if (sigmoid_) {
-    scores = torch::sigmoid(out.logits);
-    const auto total = scores.sum(-1, /*keepdim=*/true);
-    out.probs = scores / total;
-    out.log_probs = torch::log_sigmoid(out.logits) - total.log();
+    score_sigmoid(out, scores);
   } else {
-    scores = out.probs = torch::softmax(out.logits, -1);
-    out.log_probs = torch::log_softmax(out.logits, -1);
-  }
-  const auto top_ids = choose_experts(out.logits, scores);
-  out.expert_ids = top_ids;
-  if (gate_ == Gate::kTopkSoftmax) {
-    out.gates = sigmoid_ ? normalised(scores.gather(-1, top_ids))
-                         : torch::softmax(out.logits.gather(-1, top_ids), -1);
-  } else {
-    out.gates = scores.gather(-1, top_ids);
+    auto route = softmax_route(out.logits, out.expert_ids, gate_ == Gate::kTopkSoftmax);
+    out.probs = route.probs_TE;
+    out.gates = route.gates_TK;
+    out.lse = route.lse_T;
+    out.entropy = route.entropy_T;
   }
   if (route_scale_ != 1.0) out.gates = out.gates * route_scale_;
   if (capacity_factor_ > 0) {
@@ -63,13 +57,24 @@ RouterOutput RouterImpl::forward(const torch::Tensor& x) {
     const auto capacity = static_cast<int64_t>(
         std::ceil(capacity_factor_ * static_cast<double>(assignments) / num_experts_));
     const auto priority = drop_policy_ == DropPolicy::kScore
-                              ? out.probs.detach().gather(-1, top_ids)
+                              ? out.probs.detach().gather(-1, out.expert_ids)
                               : torch::Tensor();
-    out.kept_ids = apply_capacity(top_ids, num_experts_, capacity, priority);
+    out.kept_ids = apply_capacity(out.expert_ids, num_experts_, capacity, priority);
   } else {
-    out.kept_ids = top_ids;
+    out.kept_ids = out.expert_ids;
   }
   return out;
+}
+
+void RouterImpl::score_sigmoid(RouterOutput& out, const torch::Tensor& scores) const {
+  const auto total = scores.sum(-1, /*keepdim=*/true);
+  out.probs = scores / total;
+  out.lse = torch::logsumexp(out.logits, -1);
+  const auto chosen = scores.gather(-1, out.expert_ids);
+  out.gates = gate_ == Gate::kTopkSoftmax ? normalised(chosen) : chosen;
+  torch::NoGradGuard no_grad;
+  const auto log_probs = torch::log_sigmoid(out.logits) - total.log();
+  out.entropy = -(out.probs * log_probs).sum(-1);
 }
 
 torch::Tensor RouterImpl::choose_experts(const torch::Tensor& logits,

@@ -41,7 +41,8 @@ namespace moelab {
 struct RouterOutput {
   torch::Tensor logits;      // [T, E] fp32 (or double)
   torch::Tensor probs;       // [T, E] a distribution over experts per token (above)
-  torch::Tensor log_probs;   // [T, E] its log, computed stably
+  torch::Tensor lse;         // [T] log-sum-exp of the logits (the z-loss's)
+  torch::Tensor entropy;     // [T] entropy of probs, without gradient
   torch::Tensor expert_ids;  // [T, k] int64, the router's choice (before capacity)
   torch::Tensor kept_ids;    // [T, k] int64, expert_ids with dropped assignments set to -1
   torch::Tensor gates;       // [T, k] gate weights, differentiable
@@ -75,6 +76,9 @@ class RouterImpl : public torch::nn::Module {
  private:
   // [T, k] the chosen experts, slot 0 the best, from the unbiased scores.
   torch::Tensor choose_experts(const torch::Tensor& logits, const torch::Tensor& scores) const;
+  // probs, gates, lse and entropy from the sigmoid scores (softmax scores take
+  // kernels/softmax_route.h's one pass).
+  void score_sigmoid(RouterOutput& out, const torch::Tensor& scores) const;
 
   int64_t num_experts_, top_k_;
   Gate gate_;

@@ -15,7 +15,9 @@
 #include "kernels/linear_cross_entropy.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/route_counts.h"
 #include "kernels/slot_sum.h"
+#include "kernels/softmax_route.h"
 #include "kernels/swiglu.h"
 #include "kernels/top_k.h"
 
@@ -436,6 +438,91 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, KernelsTest,
                          ::testing::Values(torch::kFloat32, torch::kBFloat16, torch::kFloat64),
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
 
+// The routing statistics' counts against the composition: assignments dropped
+// here and there (one token loses all of its), experts over one to five ranks,
+// k from 1 to 6; an id outside [0, E) is refused, not counted out of bounds.
+TEST(RouteCounts, MatchesBincountAndTheScatterOfEachTokensRanks) {
+  torch::manual_seed(7);
+  for (const int64_t ranks : {1, 2, 5}) {
+    for (const int64_t k : {1, 2, 6}) {
+      const int64_t experts = 10, tokens = 57;
+      const auto rank_of = torch::randint(0, ranks, {experts}, torch::kLong);
+      rank_of[0] = ranks - 1;  // the highest rank holds one expert at least
+      const auto chosen = torch::randint(0, experts, {tokens, k}, torch::kLong);
+      auto kept =
+          torch::where(torch::rand({tokens, k}) < 0.2, torch::full_like(chosen, -1), chosen);
+      kept[3].fill_(-1);
+      const auto got = route_counts(chosen, kept, rank_of);
+      const auto want = route_counts_reference(chosen, kept, rank_of);
+      const std::string what = std::to_string(ranks) + " ranks, top-" + std::to_string(k);
+      EXPECT_TRUE(torch::equal(got.chosen_E, want.chosen_E)) << what;
+      EXPECT_TRUE(torch::equal(got.kept_E, want.kept_E)) << what;
+      EXPECT_EQ(got.dropped.item<int64_t>(), want.dropped.item<int64_t>()) << what;
+      EXPECT_EQ(got.ranks_reached.item<int64_t>(), want.ranks_reached.item<int64_t>()) << what;
+      EXPECT_GT(got.dropped.item<int64_t>(), 0) << what;
+    }
+  }
+  const auto ids = torch::tensor({0L, 4L}).view({1, 2});
+  EXPECT_THROW(route_counts(ids, ids, torch::zeros({4}, torch::kLong)), c10::Error);
+  EXPECT_THROW(route_counts(ids, ids.neg(), torch::zeros({5}, torch::kLong)), c10::Error);
+}
+
+// The router's scores: the kernel against the composition, outputs and the
+// logits' gradient, for each way the losses read them: every output (random
+// gradients), the Switch loss's probabilities averaged over the tokens (one
+// gradient row broadcast) with the gates, the gates alone, the z-loss's lse
+// alone. The chosen experts are not each row's best (a selection bias picks
+// them), over rows enough for several parallel tasks, E one expert to 256.
+TEST(SoftmaxRoute, MatchesSoftmaxGatherAndLogsumexpWithGradients) {
+  torch::manual_seed(7);
+  using Losses = std::function<torch::Tensor(const SoftmaxRoute&)>;
+  const std::vector<std::pair<std::string, Losses>> losses = {
+      {"all",
+       [](const SoftmaxRoute& r) {
+         return (r.probs_TE * torch::randn_like(r.probs_TE)).sum() +
+                (r.gates_TK * torch::randn_like(r.gates_TK)).sum() +
+                (r.lse_T * torch::randn_like(r.lse_T)).sum();
+       }},
+      {"switch",
+       [](const SoftmaxRoute& r) {
+         return (r.probs_TE.mean(0) * torch::arange(r.probs_TE.size(1), r.probs_TE.options()))
+                    .sum() +
+                r.gates_TK.square().sum();
+       }},
+      {"gates", [](const SoftmaxRoute& r) { return r.gates_TK.pow(3).sum(); }},
+      {"z", [](const SoftmaxRoute& r) { return r.lse_T.pow(2).mean(); }}};
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {700, 64, 8}, {300, 4, 2}, {9, 1, 1}, {33, 7, 3}, {5, 256, 6}};
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    for (const auto& [tokens, experts, k] : shapes) {
+      const auto logits = 3 * torch::randn({tokens, experts}, dtype);
+      const auto chosen = std::get<1>((logits + torch::randn_like(logits)).topk(k, -1));
+      for (const bool over_chosen : {true, false}) {
+        for (const auto& [name, loss] : losses) {
+          const std::string what = std::string(c10::toString(dtype)) + " " +
+                                   std::to_string(experts) + " experts top-" + std::to_string(k) +
+                                   (over_chosen ? " over chosen, " : " chosen probs, ") + name;
+          auto in = logits.clone().requires_grad_(true),
+               in_ref = logits.clone().requires_grad_(true);
+          const auto got = softmax_route(in, chosen, over_chosen);
+          const auto want = softmax_route_reference(in_ref, chosen, over_chosen);
+          const auto tol = tolerance(dtype);
+          expect_close(got.probs_TE, want.probs_TE, tol, what + " probs");
+          expect_close(got.gates_TK, want.gates_TK, tol, what + " gates");
+          expect_close(got.lse_T, want.lse_T, tol, what + " lse");
+          expect_close(got.entropy_T, want.entropy_T, tol, what + " entropy");
+          EXPECT_FALSE(got.entropy_T.requires_grad()) << what;
+          torch::manual_seed(11);
+          loss(got).backward();
+          torch::manual_seed(11);
+          loss(want).backward();
+          expect_close(in.grad(), in_ref.grad(), tol, what + " gradient");
+        }
+      }
+    }
+  }
+}
+
 // Against torch::topk on distinct values (ties are where the two may differ):
 // the router's shapes, k = cols, a row too long for registers, a strided input,
 // -inf entries (group limits), double.
@@ -466,6 +553,21 @@ TEST(TopK, TiesGoToTheLowerIndexAndNanRanksFirst) {
     EXPECT_TRUE(torch::equal(got, torch::tensor({1L, 2L, 1L, 0L}).view({2, 2}))) << got;
   }
   EXPECT_THROW(top_k_indices(values, 5), c10::Error);
+  // 16 rows at once (fp32 rows in lanes): a block of tied rows, a block holding
+  // the NaN row (by row), then rows past the last block. And k up to the lanes'
+  // limit and past it.
+  const auto tied = values[0].repeat({16, 1}), mixed = values.repeat({8, 1});
+  const auto got = top_k_indices(torch::cat({tied, mixed, values}), 2);
+  const auto want = torch::cat({torch::tensor({1L, 2L}).repeat({16, 1}),
+                                torch::tensor({1L, 2L, 1L, 0L}).view({2, 2}).repeat({9, 1})});
+  EXPECT_TRUE(torch::equal(got, want)) << got;
+  const auto even = torch::tensor({5.f, 1.f, 5.f, 1.f, 5.f, 1.f, 5.f, 1.f}).repeat({16, 3});
+  const auto fives_then_ones = torch::cat({torch::arange(0, 24, 2), torch::arange(1, 24, 2)});
+  for (const int64_t k : {1, 12, 13, 24}) {
+    EXPECT_TRUE(
+        torch::equal(top_k_indices(even, k), fives_then_ones.narrow(0, 0, k).repeat({16, 1})))
+        << "k " << k;
+  }
 }
 
 }  // namespace
