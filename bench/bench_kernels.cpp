@@ -5,8 +5,9 @@
 // width 128, top-8: 64 groups of 512 rows, 256 -> 256), in bf16 where this CPU
 // runs its kernel; a fine-grained layer's combine (2048 tokens, top-8, d 128).
 // Then a fine-grained layer's routing (forward only, no gradient): the top-8 of
-// 64 experts for 2048 tokens (moe-small's batch) and the sort of their 16384
-// assignments by expert.
+// 64 experts for 2048 tokens (moe-small's batch), the sort of their 16384
+// assignments by expert and the statistics' counts; and its scores (the
+// probabilities, gates and log-sum-exp the losses read) forward + backward.
 //
 // bench_kernels [--threads 2] [--reps 20]
 #include <fmt/format.h>
@@ -19,7 +20,9 @@
 #include "kernels/grouped_matmul.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/route_counts.h"
 #include "kernels/slot_sum.h"
+#include "kernels/softmax_route.h"
 #include "kernels/swiglu.h"
 #include "kernels/top_k.h"
 #include "model/rope.h"
@@ -129,6 +132,26 @@ void bench_routing(int reps) {
   };
   row("sort", torch::kInt64, time_forward_ms([&] { sort_assignments(ids, experts); }, reps),
       time_forward_ms(sort_by_torch, reps));
+  const auto ranks = torch::zeros({experts}, torch::kLong);
+  row("counts", torch::kInt64, time_forward_ms([&] { route_counts(ids, ids, ranks); }, reps),
+      time_forward_ms([&] { route_counts_reference(ids, ids, ranks); }, reps));
+}
+
+// The router's scores as a layer's losses read them (the Switch loss's mean
+// probabilities, the gates, the z-loss's log-sum-exp), forward and backward.
+void bench_scores(int reps) {
+  const int64_t experts = 64, k = 8;
+  const auto logits = torch::randn({2048, experts}).requires_grad_(true);
+  const auto ids = top_k_indices(logits.detach(), k);
+  const auto load = torch::rand({experts}), gate_grad = torch::randn({2048, k});
+  const auto losses = [&](const SoftmaxRoute& r) {
+    return (r.probs_TE.mean(0) * load).sum() + (r.gates_TK * gate_grad).sum() +
+           r.lse_T.pow(2).mean();
+  };
+  const auto one = torch::ones({});
+  row("scores", torch::kFloat32,
+      time_ms([&] { return losses(softmax_route(logits, ids, true)); }, one, reps),
+      time_ms([&] { return losses(softmax_route_reference(logits, ids, true)); }, one, reps));
 }
 
 }  // namespace
@@ -146,6 +169,7 @@ int main(int argc, char** argv) {
   fmt::print("ms per forward + backward, {} threads\n{:<10} {:<9} {:>9} {:>12} {:>8}\n", threads,
              "kernel", "dtype", "fused", "composition", "speedup");
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) moelab::bench(dtype, reps);
+  moelab::bench_scores(reps);
   fmt::print("ms per call, no backward\n");
   moelab::bench_routing(reps);
   return 0;
