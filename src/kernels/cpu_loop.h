@@ -27,6 +27,12 @@ inline bool loops_cover(const at::Tensor& t) {
          (dtype == at::kFloat || dtype == at::kDouble || dtype == at::kBFloat16);
 }
 
+// t's data, or null for an undefined tensor (an optional input or gradient).
+template <typename T>
+const T* data_or_null(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
 // Rows per task of at::parallel_for: enough elements to pay for a task.
 inline int64_t row_grain(int64_t width) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1));

@@ -109,11 +109,6 @@ void for_token_ranges(const at::Tensor& rows, int64_t tokens, int64_t k, const R
   });
 }
 
-template <typename T>
-const T* data_or_null(const at::Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
-
 // rows_ND gathered by index_TK and summed per token, weighted by gates_TK if defined.
 at::Tensor cpu_gather_sum(const at::Tensor& rows, const at::Tensor& index,
                           const at::Tensor& gates) {
@@ -121,8 +116,8 @@ at::Tensor cpu_gather_sum(const at::Tensor& rows, const at::Tensor& index,
   auto y = torch::empty({tokens, d}, rows.options());
   for_token_ranges(rows, tokens, k, [&](auto tag, int64_t b, int64_t e, auto* acc) {
     using T = decltype(tag);
-    gather_sum_range<T>(rows.data_ptr<T>(), n, index.data_ptr<int64_t>(), data_or_null<T>(gates),
-                        y.data_ptr<T>(), acc, b, e, k, d);
+    gather_sum_range<T>(rows.data_ptr<T>(), n, index.data_ptr<int64_t>(),
+                        cpu::data_or_null<T>(gates), y.data_ptr<T>(), acc, b, e, k, d);
   });
   return y;
 }

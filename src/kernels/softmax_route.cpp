@@ -115,11 +115,6 @@ void backward_range(const T* probs, const T* gates, const int64_t* chosen, const
   }
 }
 
-template <typename T>
-const T* data_or_null(const at::Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
-
 // A gradient as the loops read it: contiguous, of the saved outputs' dtype.
 at::Tensor as_read(const at::Tensor& grad, const at::Tensor& like) {
   return grad.defined() ? grad.to(like.scalar_type()).contiguous() : grad;
@@ -159,8 +154,8 @@ struct SoftmaxRouteFunction : torch::autograd::Function<SoftmaxRouteFunction> {
     const int64_t tokens = probs.size(0), e = probs.size(1), k = chosen.size(1);
     auto d_logits = torch::empty_like(probs);
     AT_DISPATCH_FLOATING_TYPES(probs.scalar_type(), "softmax_route_backward", [&] {
-      const RowGrads<scalar_t> in{data_or_null<scalar_t>(dp), data_or_null<scalar_t>(dg),
-                                  data_or_null<scalar_t>(dlse)};
+      const RowGrads<scalar_t> in{cpu::data_or_null<scalar_t>(dp), cpu::data_or_null<scalar_t>(dg),
+                                  cpu::data_or_null<scalar_t>(dlse)};
       at::parallel_for(0, tokens, cpu::row_grain(e), [&](int64_t begin, int64_t end) {
         backward_range<scalar_t>(probs.data_ptr<scalar_t>(), gates.data_ptr<scalar_t>(),
                                  chosen.data_ptr<int64_t>(), in, d_logits.data_ptr<scalar_t>(),

@@ -140,6 +140,11 @@ __attribute__((target("avx512f"))) bool top_k_lanes_avx512(const float* v, int64
   return true;
 }
 #pragma GCC diagnostic pop
+
+// Whether fp32 rows this wide fit the registers on this CPU.
+bool rows_fit_registers(int64_t cols) {
+  return cols <= 16 * kMaxVectors && cpu_features().avx512f;
+}
 #endif
 
 // Row by row: in registers where the CPU has AVX-512 and the row fits and holds
@@ -148,9 +153,7 @@ template <typename T>
 void top_k_each_row(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k,
                     int64_t* index) {
 #ifdef MOELAB_TOP_K_AVX512
-  // Rows of this width and dtype fit top_k_row_avx512 on this CPU.
-  const bool registers =
-      std::is_same_v<T, float> && cols <= 16 * kMaxVectors && cpu_features().avx512f;
+  const bool registers = std::is_same_v<T, float> && rows_fit_registers(cols);
 #endif
   std::vector<T> best(k);
   for (int64_t r = begin; r < end; ++r) {
@@ -170,7 +173,7 @@ void top_k_rows(const T* v, int64_t begin, int64_t end, int64_t cols, int64_t k,
   int64_t r = begin;
 #ifdef MOELAB_TOP_K_AVX512
   if constexpr (std::is_same_v<T, float>) {
-    const bool lanes = cols <= 16 * kMaxVectors && k <= kMaxLaneK && cpu_features().avx512f;
+    const bool lanes = k <= kMaxLaneK && rows_fit_registers(cols);
     for (; lanes && r + kLanes <= end; r += kLanes) {
       if (!top_k_lanes_avx512(v + r * cols, cols, k, index + r * k)) {
         top_k_each_row(v, r, r + kLanes, cols, k, index);
