@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <type_traits>
@@ -223,6 +224,14 @@ MOELAB_BF16_DOT_TARGET void pack_column_pairs(const uint16_t* m, int64_t rows, i
                                               int64_t si, int64_t pairs, Word* out) {
   for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
     for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      // The next block's 32 rows, a line of each per 32 columns: m (an output
+      // gradient, larger than L2) comes from memory, read 32 rows at once,
+      // which the hardware's prefetchers do not follow.
+      if (j0 % 32 == 0) {
+        for (int64_t i = 2 * p0 + 32; i < std::min(2 * p0 + 64, rows); ++i) {
+          _mm_prefetch(reinterpret_cast<const char*>(m + i * si + j0), _MM_HINT_T0);
+        }
+      }
       if (p0 + 16 <= pairs) {
         __m512i r[16];
         for (int q = 0; q < 16; ++q) {
@@ -291,16 +300,17 @@ struct WeightParts {
   }
 };
 
-// y[rows, N] = group g's rows of x[rows, K] times group g of the weight parts.
+// y[rows, N] = group g's rows of x[rows, K] times group g of the weight parts,
+// into `y` where given (contiguous rows).
 torch::Tensor forward_kernel(const torch::Tensor& x, const WeightParts& w,
-                             const std::vector<int64_t>& counts, bool amx) {
+                             const std::vector<int64_t>& counts, bool amx, torch::Tensor y = {}) {
   const int64_t groups = w.groups(), k = w.size(1), n = w.size(2), pairs = k / 2;
   auto packed = torch::empty({groups, pairs, n}, x.options().dtype(torch::kInt32));
   auto* packed_words = reinterpret_cast<Word*>(packed.data_ptr<int32_t>());
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) w.pack(g, packed_words + g * pairs * n);
   });
-  auto y = torch::empty({x.size(0), n}, x.options());
+  if (!y.defined()) y = torch::empty({x.size(0), n}, x.options());
   const auto starts = group_starts(counts);
   const auto* x_words = reinterpret_cast<const Word*>(bits(x));
   auto* y_bits = reinterpret_cast<uint16_t*>(y.data_ptr<c10::BFloat16>());
@@ -359,21 +369,26 @@ PackedRows pack_rows(const torch::Tensor& x, const torch::Tensor& dy,
 // dw[g] = x_g^T dy_g over the part's columns of dy, reducing over each group's
 // rows. Computed as its transpose dy_g^T x_g, contiguous [E, N_i, K]: the
 // weights are transposed views of [E, out, in] stacks, so their gradients then
-// reach the stacks without a copy.
+// reach the stacks without a copy. Into grads_t where given, else into new
+// tensors, allocated once x and dy are packed (allocated before the backward's
+// dx GEMM, the coarse layers' backward measured slower); returned.
 template <typename Out>
 std::vector<torch::Tensor> weight_grad_kernel(const torch::Tensor& x, const torch::Tensor& dy,
                                               const std::vector<int64_t>& counts, bool amx,
-                                              at::TensorList parts) {
+                                              at::TensorList parts,
+                                              std::vector<torch::Tensor> grads_t) {
   const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
   const PackedRows packed = pack_rows(x, dy, counts, amx);
+  for (size_t i = grads_t.size(); i < parts.size(); ++i) {
+    grads_t.push_back(
+        torch::empty({groups, parts[i].size(2), k}, dy.options().dtype(parts[i].scalar_type())));
+  }
   const auto* xw = reinterpret_cast<const Word*>(packed.x.data_ptr<int32_t>());
   const auto* dyw = reinterpret_cast<const Word*>(packed.dy.data_ptr<int32_t>());
-  std::vector<torch::Tensor> grads;
   std::vector<Bf16Gemm<Out>> gemms;
   int64_t column = 0;  // of dy: the part's first
-  for (const auto& w : parts) {
-    const int64_t width = w.size(2);
-    auto grad_t = torch::empty({groups, width, k}, dy.options().dtype(w.scalar_type()));
+  for (const auto& grad_t : grads_t) {
+    const int64_t width = grad_t.size(1);
     auto* c = reinterpret_cast<Out*>(grad_t.data_ptr());
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t pairs = packed.pair_starts[g + 1] - packed.pair_starts[g];
@@ -383,11 +398,41 @@ std::vector<torch::Tensor> weight_grad_kernel(const torch::Tensor& x, const torc
       gemms.push_back({dyw + packed.pair_starts[g] * n + column * row_step, row_step, pair_step,
                        width, pairs, xw + packed.pair_starts[g] * k, c + g * width * k});
     }
-    grads.push_back(grad_t.transpose(1, 2));
     column += width;
   }
   run_gemms(gemms, k, amx);
-  return grads;
+  return grads_t;
+}
+
+// Consecutive groups [group, group + groups), rows [row, row + rows) of x.
+struct GroupChunk {
+  int64_t group, groups, row, rows;
+};
+
+// With many more groups than threads (fine-grained experts), the backward
+// takes the groups a chunk at a time, each chunk whole on one thread (its dx,
+// packing and weight gradients in turn, the chunks shared out as threads free
+// up), so that its rows of x and dy, read by all three, stay in that core's
+// L2 from one to the next, where passes over every group go back to memory
+// between them (a fine-grained layer's dy is tens of MB). A chunk's rows of x
+// and dy fill kChunkBytes at least, which pays for its passes' own set-up.
+// With few chunks, each pass runs over all groups in parallel.
+constexpr int64_t kChunkBytes = int64_t{1} << 19;
+constexpr int64_t kChunksPerThreadToSplit = 4;
+
+std::vector<GroupChunk> backward_chunks(const std::vector<int64_t>& counts, int64_t row_bytes) {
+  std::vector<GroupChunk> chunks;
+  GroupChunk c{0, 0, 0, 0};
+  for (int64_t g = 0; g < static_cast<int64_t>(counts.size()); ++g) {
+    c.groups += 1;
+    c.rows += counts[g];
+    if (c.rows * row_bytes >= kChunkBytes) {
+      chunks.push_back(c);
+      c = {g + 1, 0, c.row + c.rows, 0};
+    }
+  }
+  if (c.groups > 0) chunks.push_back(c);
+  return chunks;
 }
 
 // x [rows, K] (bf16) times the weight parts side by side along their columns,
@@ -413,22 +458,85 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
     const auto counts = ctx->saved_data["counts"].toIntVector();
     const bool amx = ctx->saved_data["amx"].toBool();
     const auto dy = grads[0].contiguous();
-    tensor_list out(parts.size() + 3);
-    if (ctx->needs_input_grad(0)) {
-      std::vector<torch::Tensor> transposed;
-      for (const auto& w : parts) transposed.push_back(w.transpose(1, 2));
-      out[0] = forward_kernel(dy, {transposed, 1}, counts, amx);
+    const bool want_dx = ctx->needs_input_grad(0);
+    bool want_weights = false;  // frozen weights: no packing, no GEMMs
+    for (size_t i = 0; i < parts.size(); ++i) want_weights |= ctx->needs_input_grad(i + 1);
+    const auto chunks = backward_chunks(counts, 2 * (x.size(1) + dy.size(1)));
+    const auto n_chunks = static_cast<int64_t>(chunks.size());
+    ChunkGrads grads_out;
+    if (n_chunks < kChunksPerThreadToSplit * at::get_num_threads()) {
+      const GroupChunk all{0, static_cast<int64_t>(counts.size()), 0, x.size(0)};
+      grads_out = backward_chunk(all, x, dy, parts, counts, amx, want_dx, want_weights, {});
+    } else {
+      grads_out = ChunkGrads::allocate(x, parts, want_dx, want_weights);
+      std::atomic<int64_t> next{0};
+      // Nested in this parallel loop, the passes' own run inline on its thread.
+      at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
+        for (int64_t i = next++; i < n_chunks; i = next++) {
+          backward_chunk(chunks[i], x, dy, parts, counts, amx, want_dx, want_weights,
+                         grads_out.of(chunks[i]));
+        }
+      });
     }
-    bool any_weight_grad = false;
-    for (size_t i = 0; i < parts.size(); ++i) any_weight_grad |= ctx->needs_input_grad(i + 1);
-    if (!any_weight_grad) return out;  // frozen weights: no packing, no GEMMs
-    const auto weight_grads = parts.front().scalar_type() == torch::kFloat
-                                  ? weight_grad_kernel<float>(x, dy, counts, amx, parts)
-                                  : weight_grad_kernel<uint16_t>(x, dy, counts, amx, parts);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (ctx->needs_input_grad(i + 1)) out[i + 1] = weight_grads[i];
+    tensor_list out(parts.size() + 3);
+    out[0] = grads_out.dx;
+    for (size_t i = 0; i < grads_out.weights_t.size(); ++i) {
+      if (ctx->needs_input_grad(i + 1)) out[i + 1] = grads_out.weights_t[i].transpose(1, 2);
     }
     return out;
+  }
+
+ private:
+  // Gradients of rows of x (dx) and of groups of the weight parts, each
+  // [groups, N_i, K] (weights_t): undefined or empty where not yet allocated.
+  struct ChunkGrads {
+    torch::Tensor dx;
+    std::vector<torch::Tensor> weights_t;
+
+    // Every row's and group's gradients, uninitialised (weights_t in the parts' dtypes).
+    static ChunkGrads allocate(const torch::Tensor& x, const std::vector<torch::Tensor>& parts,
+                               bool want_dx, bool want_weights) {
+      ChunkGrads grads{want_dx ? torch::empty_like(x) : torch::Tensor(), {}};
+      for (const auto& w : parts) {
+        if (want_weights) {
+          grads.weights_t.push_back(
+              torch::empty({w.size(0), w.size(2), w.size(1)}, x.options().dtype(w.scalar_type())));
+        }
+      }
+      return grads;
+    }
+
+    // Chunk c's rows and groups of these (allocated) gradients.
+    ChunkGrads of(const GroupChunk& c) const {
+      ChunkGrads views{dx.defined() ? dx.narrow(0, c.row, c.rows) : torch::Tensor(), {}};
+      for (const auto& w : weights_t) views.weights_t.push_back(w.narrow(0, c.group, c.groups));
+      return views;
+    }
+  };
+
+  // Chunk c's dx (where wanted) and its groups' weight gradients (where
+  // wanted), into `into` where it holds them, else into new tensors; returned.
+  static ChunkGrads backward_chunk(const GroupChunk& c, const torch::Tensor& x,
+                                   const torch::Tensor& dy, const std::vector<torch::Tensor>& parts,
+                                   const std::vector<int64_t>& counts, bool amx, bool want_dx,
+                                   bool want_weights, ChunkGrads into) {
+    const auto rows = [&](const torch::Tensor& t) { return t.narrow(0, c.row, c.rows); };
+    std::vector<torch::Tensor> chunk_parts;
+    for (const auto& w : parts) chunk_parts.push_back(w.narrow(0, c.group, c.groups));
+    const std::vector<int64_t> chunk_counts(counts.begin() + c.group,
+                                            counts.begin() + c.group + c.groups);
+    if (want_dx) {
+      std::vector<torch::Tensor> transposed;
+      for (const auto& w : chunk_parts) transposed.push_back(w.transpose(1, 2));
+      into.dx = forward_kernel(rows(dy), {transposed, 1}, chunk_counts, amx, into.dx);
+    }
+    if (!want_weights) return into;
+    into.weights_t = parts.front().scalar_type() == torch::kFloat
+                         ? weight_grad_kernel<float>(rows(x), rows(dy), chunk_counts, amx,
+                                                     chunk_parts, into.weights_t)
+                         : weight_grad_kernel<uint16_t>(rows(x), rows(dy), chunk_counts, amx,
+                                                        chunk_parts, into.weights_t);
+    return into;
   }
 };
 

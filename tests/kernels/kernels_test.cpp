@@ -309,6 +309,48 @@ TEST(GroupedMatmulTest, Fp32PartsGiveTheJoinedBf16WeightsBits) {
   }
 }
 
+// With many more groups than threads, the bf16 kernel's backward takes the
+// groups a chunk at a time (kChunkBytes of their rows of x and dy), each chunk
+// whole on one thread: 40 groups of x and dy 1 KB a row make about 20 chunks
+// over 2 threads, with an empty group and odd sizes among them. Every group's
+// dx and weight gradients are the same bits as the group's own backward, run
+// alone (one chunk, on every thread); fp32 master weights in two parts, as the
+// experts' gate and up, on both micro-kernels.
+TEST(GroupedMatmulTest, Bf16BackwardInChunksGivesEachGroupsOwnGradients) {
+  if (!grouped_matmul_has_cpu_kernel(torch::kBFloat16)) GTEST_SKIP() << "no AVX512-BF16";
+  torch::manual_seed(8);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  const int64_t k = 256, groups = 40;
+  std::vector<int64_t> counts;
+  for (int64_t g = 0; g < groups; ++g) counts.push_back(g == 5 ? 0 : 480 + 13 * (g % 5));
+  const int64_t rows = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  for (const CpuTiles tiles : {CpuTiles::kBest, CpuTiles::kAvx512Dot}) {
+    SCOPED_TRACE(tiles == CpuTiles::kBest ? "best tiles" : "AVX512-BF16 tiles");
+    const auto x = torch::randn({rows, k}).to(torch::kBFloat16).requires_grad_(true);
+    const auto gate = torch::randn({groups, 128, k}).requires_grad_(true);  // [E, N, K]
+    const auto up = torch::randn({groups, 128, k}).requires_grad_(true);
+    const auto dy = torch::randn({rows, 256}).to(torch::kBFloat16);
+    grouped_matmul(x, {gate.transpose(1, 2), up.transpose(1, 2)}, counts, tiles).backward(dy);
+    int64_t row = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      SCOPED_TRACE("group " + std::to_string(g));
+      const auto alone = [&](const torch::Tensor& t) {
+        return t.detach().narrow(0, g, 1).clone().requires_grad_(true);
+      };
+      const auto x_g = x.detach().narrow(0, row, counts[g]).clone().requires_grad_(true);
+      const auto gate_g = alone(gate), up_g = alone(up);
+      grouped_matmul(x_g, {gate_g.transpose(1, 2), up_g.transpose(1, 2)}, {counts[g]}, tiles)
+          .backward(dy.narrow(0, row, counts[g]));
+      if (counts[g] > 0) EXPECT_TRUE(torch::equal(x.grad().narrow(0, row, counts[g]), x_g.grad()));
+      EXPECT_TRUE(torch::equal(gate.grad().narrow(0, g, 1), gate_g.grad()));
+      EXPECT_TRUE(torch::equal(up.grad().narrow(0, g, 1), up_g.grad()));
+      row += counts[g];
+    }
+  }
+  at::set_num_threads(threads);
+}
+
 // The fp32 kernel (AVX-512F CPUs) on the same groups: N = 96 and 80 leave
 // tiles of 32 and 16 columns, K = 48 a dx with one of 48. Then reductions
 // longer than one pass of the tiles (kReductionPass, 128 steps): K = 160 in
