@@ -472,6 +472,9 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
       std::atomic<int64_t> next{0};
       // Nested in this parallel loop, the passes' own run inline on its thread.
       at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
+        // A pool thread has grad mode on (the backward's is off): the views of
+        // saved tensors taken here need no autograd history.
+        const torch::NoGradGuard no_grad;
         for (int64_t i = next++; i < n_chunks; i = next++) {
           backward_chunk(chunks[i], x, dy, parts, counts, amx, want_dx, want_weights,
                          grads_out.of(chunks[i]));
