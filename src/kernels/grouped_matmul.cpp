@@ -365,6 +365,12 @@ PackedRows pack_rows(const torch::Tensor& x, const torch::Tensor& dy,
   return out;
 }
 
+// A weight part's gradient for `groups` groups as the kernel writes it, transposed:
+// [groups, N_i, K] in the part's dtype, uninitialised.
+torch::Tensor transposed_weight_grad(const torch::Tensor& w, int64_t groups) {
+  return torch::empty({groups, w.size(2), w.size(1)}, w.options());
+}
+
 // The gradient of each weight part (all of one dtype Out: bf16 bits or fp32):
 // dw[g] = x_g^T dy_g over the part's columns of dy, reducing over each group's
 // rows. Computed as its transpose dy_g^T x_g, contiguous [E, N_i, K]: the
@@ -380,8 +386,7 @@ std::vector<torch::Tensor> weight_grad_kernel(const torch::Tensor& x, const torc
   const int64_t groups = static_cast<int64_t>(counts.size()), k = x.size(1), n = dy.size(1);
   const PackedRows packed = pack_rows(x, dy, counts, amx);
   for (size_t i = grads_t.size(); i < parts.size(); ++i) {
-    grads_t.push_back(
-        torch::empty({groups, parts[i].size(2), k}, dy.options().dtype(parts[i].scalar_type())));
+    grads_t.push_back(transposed_weight_grad(parts[i], groups));
   }
   const auto* xw = reinterpret_cast<const Word*>(packed.x.data_ptr<int32_t>());
   const auto* dyw = reinterpret_cast<const Word*>(packed.dy.data_ptr<int32_t>());
@@ -502,8 +507,7 @@ class GroupedMatmulFunction : public torch::autograd::Function<GroupedMatmulFunc
       ChunkGrads grads{want_dx ? torch::empty_like(x) : torch::Tensor(), {}};
       for (const auto& w : parts) {
         if (want_weights) {
-          grads.weights_t.push_back(
-              torch::empty({w.size(0), w.size(2), w.size(1)}, x.options().dtype(w.scalar_type())));
+          grads.weights_t.push_back(transposed_weight_grad(w, w.size(0)));
         }
       }
       return grads;
