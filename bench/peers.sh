@@ -3,8 +3,8 @@
 # side in one run: the same torch build (the project's .venv, whose LibTorch moelab
 # links), the same threads and the same shapes (d 256, 4 layers, vocab 4096, seq 256,
 # batch 16, untied head; dense d_ff 1024, MoE 4 x 512 top-2, fine-grained MoE
-# 64 x 64 top-8), in fp32 and in moelab's auto precision (bf16 where the CPU has native
-# bf16 matmul, when the peer runs under bf16 autocast; else fp32 for both). Both time
+# 64 x 64 top-8), in fp32 and in moelab's auto precision (where it resolves to bf16, the
+# peer runs under bf16 autocast; else fp32 for both). Both time
 # whole training steps: forward, loss, backward, AdamW.
 #
 # On a GPU (--device cuda) the precisions are fp32 and bf16 (the peer under bf16

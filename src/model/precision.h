@@ -1,22 +1,22 @@
-// train.precision: "fp32", "bf16", or "auto" (the default): bf16 where bf16
-// matmul is native (CUDA, or a CPU with AMX-BF16 or AVX512-BF16), fp32 elsewhere.
-// A CPU without either emulates bf16 matmul at a small fraction of its fp32
-// speed (measured on an AVX2-only EPYC: 4 GFLOP/s against 140), so "auto" never
-// picks bf16 there.
+// train.precision: "fp32", "bf16", or "auto" (the default): bf16 on CUDA, and
+// on a CPU where bf16 matmul is native (AMX-BF16 or AVX512-BF16) and measured
+// clearly faster than fp32's; fp32 elsewhere. A CPU without either emulates bf16
+// matmul at a small fraction of its fp32 speed (measured on an AVX2-only EPYC:
+// 4 GFLOP/s against 140), so it is not even measured there; native is not
+// enough either: a Xeon whose AMX is hidden (by its hypervisor) runs AVX512-BF16
+// dot products at half its fp32 FMAs' FLOP rate, and its bf16 matmuls at half
+// its fp32 ones'.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <string>
 
+#include "comm/communicator.h"
 #include "config/choices.h"
 #include "util/cpu_features.h"
 
 namespace moelab {
-
-// Whether bf16 matmul is native on `device` (CUDA, or a CPU with `cpu`'s
-// amx_bf16 or avx512_bf16).
-bool bf16_is_native(const torch::Device& device, const CpuFeatures& cpu = cpu_features());
 
 struct PrecisionChoice {
   Precision precision;  // kFp32 or kBf16, never kAuto (choice_name spells it for logs)
@@ -28,9 +28,31 @@ struct PrecisionChoice {
   }
 };
 
-// Resolves kAuto on `device` with `cpu`'s features; kFp32 and kBf16 are kept
-// as they are.
+// LibTorch's matmul rates on the CPU, in FLOP/s.
+struct MatmulRates {
+  double bf16 = 0, fp32 = 0;
+};
+
+// This process's CPU matmul rates at its current threads (matmul_peak_flops
+// over products up to 512 x 512, about a tenth of a second), measured once,
+// on first use.
+MatmulRates cpu_matmul_rates();
+
+// bf16 rounds every matmul's inputs: "auto" takes it on a CPU only where its
+// matmuls measure at least this many times as fast as fp32's.
+constexpr double kBf16MinSpeedup = 1.25;
+
+// Resolves kAuto on `device` with `cpu`'s features and, on a CPU with native
+// bf16, its measured `rates` (called only there); kFp32 and kBf16 are kept as
+// they are.
 PrecisionChoice resolve_precision(Precision requested, const torch::Device& device,
-                                  const CpuFeatures& cpu = cpu_features());
+                                  const CpuFeatures& cpu = cpu_features(),
+                                  MatmulRates (*rates)() = cpu_matmul_rates);
+
+// A run's precision: resolve_precision on each rank, rank 0's choice taken by
+// every rank of `world` (whose measurements may differ by a hair). Collective.
+PrecisionChoice agreed_precision(Precision requested, const torch::Device& device,
+                                 Communicator& world, const CpuFeatures& cpu = cpu_features(),
+                                 MatmulRates (*rates)() = cpu_matmul_rates);
 
 }  // namespace moelab

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "comm/rank0s_choice.h"
 #include "model/experts.h"
 #include "util/error.h"
 
@@ -44,7 +45,7 @@ ExpertGemmChoice measured(const ExpertShape& shape, int64_t rows_per_expert, Com
   const auto start = std::chrono::steady_clock::now();
   const auto timings = time_expert_paths(shape, rows_per_expert);
   const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
-  return {rank0s_path(fastest_path(timings, rule_path(shape)), world),
+  return {rank0s_choice(fastest_path(timings, rule_path(shape)), world),
           fmt::format("measured on rank 0 in {:.1f} s, {} at {} rows each, forward and "
                       "backward: {}",
                       spent.count(), describe(shape), rows_per_expert, describe(timings))};
@@ -65,12 +66,6 @@ ExpertGemmChoice resolve(const Config& cfg, const ExpertShape& shape, int64_t ro
 
 int64_t balanced_rows_per_expert(const Config& cfg, int64_t tokens, int64_t ep) {
   return std::max<int64_t>(1, tokens * cfg.moe.top_k * ep / cfg.moe.num_experts);
-}
-
-ExpertGemm rank0s_path(ExpertGemm mine, Communicator& world) {
-  auto path = torch::tensor({static_cast<int64_t>(mine)});
-  world.broadcast(path, 0);
-  return static_cast<ExpertGemm>(path.item<int64_t>());
 }
 
 ExpertShape expert_shape(const Config& cfg, int64_t ep, torch::ScalarType dtype,

@@ -24,9 +24,6 @@ ExpertShape expert_shape(const Config& cfg, int64_t ep, torch::ScalarType dtype,
 // under balanced routing: an expert's rows come from the ep ranks sharing it.
 int64_t balanced_rows_per_expert(const Config& cfg, int64_t tokens, int64_t ep);
 
-// Rank 0's `mine`, on every rank of `world` (collective).
-ExpertGemm rank0s_path(ExpertGemm mine, Communicator& world);
-
 // rows_per_expert: the rows an expert gets in one micro-batch when routing is
 // balanced. resumed: the path the checkpoint resumed from ran ("" if none).
 // Sets the choice on every MoE layer's experts. Collective over `world`.

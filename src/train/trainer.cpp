@@ -10,8 +10,8 @@
 
 #include "comm/cuda_device.h"
 #include "config/data_sets.h"
+#include "config/param_count.h"
 #include "config/warnings.h"
-#include "metrics/mfu.h"
 #include "metrics/run_log.h"
 #include "metrics/step_phases.h"
 #include "train/evaluator.h"
@@ -19,6 +19,7 @@
 #include "train/initial_weights.h"
 #include "train/optimizer.h"
 #include "util/error.h"
+#include "util/matmul_peak.h"
 #include "util/memory.h"
 #include "util/mpi_session.h"
 #include "util/test_hooks.h"
@@ -72,7 +73,7 @@ Trainer::Trainer(const Config& cfg)
       rank_(plan_.control().rank()),
       world_size_(plan_.control().size()),
       device_(run_device(cfg)),
-      precision_(resolve_precision(cfg.train.precision, device_)),
+      precision_(agreed_precision(cfg.train.precision, device_, plan_.control())),
       schedule_(cfg.optim, cfg.train.max_steps),
       guard_(cfg.train.max_nonfinite_steps),
       peak_memory_(device_),
@@ -126,7 +127,9 @@ void Trainer::setup_data() {
 }
 
 void Trainer::setup_model() {
-  model_ = Transformer(model_settings(cfg_), plan_.moe_context());
+  ModelSettings settings = model_settings(cfg_);
+  settings.precision = precision_.precision;  // as agreed, not resolved again by each rank
+  model_ = Transformer(settings, plan_.moe_context());
   model_->to(device_);
   plan_.parallelize(model_);
   for (auto& nb : model_->named_buffers()) buffers_.emplace_back(nb.key(), nb.value());
@@ -182,13 +185,13 @@ void Trainer::open_logs(const nlohmann::json& places) {
   progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
   const auto dtype = precision_.dtype();
   peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
-  if (dtype == torch::kBFloat16 && !bf16_is_native(device_)) {
+  if (dtype == torch::kBFloat16 &&
+      resolve_precision(Precision::kAuto, device_).precision == Precision::kFp32) {
     const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device_);
     spdlog::warn(
-        "train.precision = \"bf16\" on a CPU without native bf16 matmul (no amx_bf16 or "
-        "avx512_bf16 flag): measured {:.1f} GFLOP/s in bf16 against {:.1f} in fp32, {:.0f}x "
-        "slower; \"auto\" trains in fp32 here",
-        peak_flops_ / 1e9, fp32 / 1e9, fp32 / peak_flops_);
+        "train.precision = \"bf16\" on a CPU where bf16 matmul does not pay: measured {:.1f} "
+        "GFLOP/s in bf16 against {:.1f} in fp32; \"auto\" trains in fp32 here",
+        peak_flops_ / 1e9, fp32 / 1e9);
   }
   if (MpiSession::rank() == 0) {
     for (const std::string& warning : config_warnings(cfg_)) spdlog::warn("{}", warning);

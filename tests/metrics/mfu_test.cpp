@@ -1,8 +1,9 @@
-#include "metrics/mfu.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "config/param_count.h"
+#include "util/matmul_peak.h"
 
 namespace moelab {
 namespace {

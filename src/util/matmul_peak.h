@@ -1,12 +1,10 @@
-// Model FLOPs utilisation: the FLOPs a step must do (model_flops_per_token in
-// config/param_count.h) over the matmul peak this machine reaches, measured
-// rather than taken from a datasheet.
+// The matmul rate this machine reaches, measured rather than taken from a
+// datasheet: the denominator of model FLOPs utilisation (the FLOPs a step must
+// do are model_flops_per_token in config/param_count.h), and what
+// train.precision = "auto" weighs on a CPU (model/precision.h).
 #pragma once
 
 #include <torch/torch.h>
-
-#include "config/config.h"
-#include "config/param_count.h"
 
 namespace moelab {
 

@@ -1,4 +1,4 @@
-#include "metrics/mfu.h"
+#include "util/matmul_peak.h"
 
 #include <algorithm>
 #include <limits>
