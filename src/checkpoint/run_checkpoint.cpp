@@ -32,6 +32,7 @@ nlohmann::json meta_of(const Config& cfg, int world_size, const TrainState& s) {
           {"nonfinite_total", s.nonfinite_total},
           {"nonfinite_in_a_row", s.nonfinite_in_a_row},
           {"expert_gemm", s.expert_gemm},
+          {"precision", s.precision},
           {"world_size", world_size},
           {"ep", cfg.parallel.ep},
           {"shard_optimizer", cfg.parallel.shard_optimizer},
@@ -54,6 +55,7 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir, int64_t 
     s.nonfinite_total = meta.at("nonfinite_total").get<int64_t>();
     s.nonfinite_in_a_row = meta.at("nonfinite_in_a_row").get<int64_t>();
     s.expert_gemm = meta.value("expert_gemm", "");
+    s.precision = meta.value("precision", "");
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(dir + "/meta.json: incomplete checkpoint metadata (" + e.what() + ")");

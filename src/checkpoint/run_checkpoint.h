@@ -45,6 +45,9 @@ struct TrainState {
   // The path the routed experts' GEMMs ran (train.expert_gemm's spelling; ""
   // without routed experts or in a checkpoint from before the choice).
   std::string expert_gemm;
+  // The precision the matmuls ran in ("fp32" or "bf16"; "" in a checkpoint
+  // from before it was recorded).
+  std::string precision;
 };
 
 // The config of the run that wrote a checkpoint, as its manifest `meta`

@@ -154,13 +154,14 @@ torch::Tensor BlockImpl::forward_block(const torch::Tensor& h, c10::ScalarType c
   return x + y.to(x.scalar_type()).view(x.sizes());
 }
 
+void TransformerImpl::set_precision(Precision precision) {
+  bf16_on_cpu_ = resolve_precision(precision, torch::kCPU).precision == Precision::kBf16;
+  bf16_on_cuda_ = resolve_precision(precision, torch::kCUDA).precision == Precision::kBf16;
+}
+
 TransformerImpl::TransformerImpl(const ModelSettings& settings, MoeContext ctx)
-    : model_(settings.model),
-      mtp_loss_weight_(settings.mtp_loss_weight),
-      bf16_on_cpu_(resolve_precision(settings.precision, torch::kCPU).precision ==
-                   Precision::kBf16),
-      bf16_on_cuda_(resolve_precision(settings.precision, torch::kCUDA).precision ==
-                    Precision::kBf16) {
+    : model_(settings.model), mtp_loss_weight_(settings.mtp_loss_weight) {
+  set_precision(settings.precision);
   const int64_t vocab = model_.vocab_size, d = model_.d_model;
   embedding = register_parameter("embedding", torch::empty({vocab, d}));
   layers = register_module("layers", torch::nn::ModuleList());

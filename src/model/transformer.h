@@ -107,6 +107,10 @@ class TransformerImpl : public torch::nn::Module {
   // its inputs and targets (model/mtp.h).
   ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets = {});
 
+  // Matmuls in `precision` (resolved per device) from the next forward on: a
+  // resumed run's, once its checkpoint says which it trained in.
+  void set_precision(Precision precision);
+
   // Routed-expert parameters (held by a subset of ranks, reduced over the
   // expert-data-parallel group); everything else is replicated on all ranks.
   bool is_expert_parameter(const std::string& name) const;
@@ -147,9 +151,9 @@ class TransformerImpl : public torch::nn::Module {
 
   ModelConfig model_;
   double mtp_loss_weight_;
-  // train.precision resolved once: bf16 matmuls on a CPU tensor, on a CUDA one
+  // train.precision resolved (set_precision): bf16 matmuls on a CPU tensor, on a CUDA one
   // (otherwise the parameters' own dtype: fp32, or double in gradient checks).
-  bool bf16_on_cpu_, bf16_on_cuda_;
+  bool bf16_on_cpu_ = false, bf16_on_cuda_ = false;
 };
 TORCH_MODULE(Transformer);
 

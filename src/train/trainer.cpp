@@ -83,13 +83,12 @@ Trainer::Trainer(const Config& cfg)
   if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
-    spdlog::info("device {}, precision {} ({})", device_.str(), choice_name(precision_.precision),
-                 precision_.reason);
   }
   const nlohmann::json places = rank_places(plan_.control());
   setup_data();
   setup_model();
   resume_or_init();
+  keep_resumed_precision();
   choose_expert_gemm();
   if (rank_ == 0) open_logs(places);
 }
@@ -156,6 +155,22 @@ void Trainer::resume_or_init() {
     load_initial_weights(*checkpointer_, cfg_.train.init_from, plan_, buffers_);
   }
   guard_.restore(state_.nonfinite_total, state_.nonfinite_in_a_row);
+}
+
+// Under "auto" a resumed run trains on in the precision its checkpoint trained
+// in, which a measurement here (another machine's, or a close one's) need not
+// give again: its curve goes on as it was.
+void Trainer::keep_resumed_precision() {
+  const auto resumed = parse_choice<Precision>(state_.precision);
+  if (cfg_.train.precision == Precision::kAuto && resumed) {
+    precision_ = {*resumed, "auto: as the checkpoint resumed from trained"};
+    model_->set_precision(*resumed);
+  }
+  state_.precision = choice_name(precision_.precision);
+  if (rank_ == 0) {
+    spdlog::info("device {}, precision {} ({})", device_.str(), state_.precision,
+                 precision_.reason);
+  }
 }
 
 void Trainer::choose_expert_gemm() {

@@ -74,6 +74,7 @@ class Trainer {
   void setup_data();
   void setup_model();
   void resume_or_init();
+  void keep_resumed_precision();
   void choose_expert_gemm();
   void open_logs(const nlohmann::json& places);
 

@@ -350,6 +350,37 @@ TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
       << last_log();
 }
 
+// A run resumed under "auto" trains on in the precision its checkpoint trained
+// in, whatever "auto" measures now: an fp32 and a bf16 run (one of which "auto"
+// does not pick on any machine) each resumed under "auto" at step 2, their
+// curves those of the same run uninterrupted in its precision.
+TEST_F(TrainerE2E, AutoKeepsTheResumedCheckpointsPrecision) {
+  const std::string sets = "--set checkpoint.interval=2 --set eval.interval=0 ";
+  for (const std::string precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    const std::string name = "keep_" + precision;
+    ASSERT_EQ(run(train(name, sets + "--set train.max_steps=2 --set train.precision=" + precision)),
+              0)
+        << last_log();
+    fs::remove(kRoot / name / "DONE");
+    ASSERT_EQ(run(train(name, sets + "--set train.max_steps=4 --set train.precision=auto " +
+                                  "--resume auto")),
+              0)
+        << last_log();
+    expect_resumed(name, 2, name);
+    std::ifstream in(kRoot / name / "run.json");
+    const auto record = nlohmann::json::parse(in);
+    EXPECT_EQ(record.at("precision"), precision);
+    EXPECT_EQ(record.at("precision_reason"), "auto: as the checkpoint resumed from trained");
+    const std::string straight = "straight_" + precision;
+    ASSERT_EQ(
+        run(train(straight, sets + "--set train.max_steps=4 --set train.precision=" + precision)),
+        0)
+        << last_log();
+    expect_close(train_losses(kRoot / name), train_losses(kRoot / straight), 1e-6);
+  }
+}
+
 // An explicit "bf16" is obeyed, with a warning exactly where "auto" would train
 // in fp32 on this machine (no native bf16 matmul, or one that does not pay).
 TEST_F(TrainerE2E, ExplicitBf16WarnsWhereAutoWouldTrainInFp32) {
