@@ -20,7 +20,7 @@ namespace moelab {
 
 struct PrecisionChoice {
   Precision precision;  // kFp32 or kBf16, never kAuto (choice_name spells it for logs)
-  std::string reason;   // for the start-up log, e.g. "auto: CPU has avx512_bf16"
+  std::string reason;   // for the start-up log, e.g. "auto: bf16 on CUDA"
 
   // The dtype matmuls run in.
   torch::ScalarType dtype() const {
@@ -34,8 +34,8 @@ struct MatmulRates {
 };
 
 // This process's CPU matmul rates at its current threads (matmul_peak_flops
-// over products up to 512 x 512, about a tenth of a second), measured once,
-// on first use.
+// over products up to 512 x 512, well under a second), measured once, on
+// first use.
 MatmulRates cpu_matmul_rates();
 
 // bf16 rounds every matmul's inputs: "auto" takes it on a CPU only where its
