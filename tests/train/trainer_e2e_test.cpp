@@ -332,20 +332,20 @@ TEST_F(TrainerE2E, ShardedOptimizerTrainsTheUnshardedCurveAndSharesItsCheckpoint
   }
 }
 
-// The run records how "auto" resolved on this machine, as the log says it
-// (the rates a reason gives are the run's own measurement: the reason is known
-// here up to them).
+// The run records how "auto" resolved, as the log says it: a measured choice
+// (its rates are the run's own, taken under whatever load the machine has, so
+// not compared with this process's) gives fp32 exactly when its reason says
+// bf16 fell short.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
-  const auto expected =
-      moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU));
-  const std::string precision = moelab::choice_name(expected.precision);
   std::ifstream in(kRoot / "auto" / "run.json");
   const auto record = nlohmann::json::parse(in);
-  EXPECT_EQ(record.at("precision"), precision);
+  const std::string precision = record.at("precision");
   const std::string reason = record.at("precision_reason");
-  const std::string known = expected.reason.substr(0, expected.reason.find(" measured"));
-  EXPECT_EQ(reason.substr(0, known.size()), known);
+  ASSERT_EQ(reason.rfind("auto: ", 0), 0u) << reason;
+  if (reason.find(" measured ") != std::string::npos) {
+    EXPECT_EQ(precision == "fp32", reason.find("short of the") != std::string::npos) << reason;
+  }
   EXPECT_NE(last_log().find("precision " + precision + " (" + reason + ")"), std::string::npos)
       << last_log();
 }
