@@ -10,11 +10,8 @@ namespace moelab {
 
 MatmulRates cpu_matmul_rates() {
   static const MatmulRates rates = [] {
-    const torch::Device cpu(torch::kCPU);
-    const auto rate = [&](torch::ScalarType dtype) {
-      return matmul_peak_flops(dtype, 0, cpu, /*max_size=*/512, /*seconds_per_size=*/0.02);
-    };
-    return MatmulRates{rate(torch::kBFloat16), rate(torch::kFloat)};
+    const auto flops = cpu_matmul_flops_in_turn({torch::kBFloat16, torch::kFloat}, 512, 24);
+    return MatmulRates{flops[0], flops[1]};
   }();
   return rates;
 }

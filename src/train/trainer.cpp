@@ -173,6 +173,16 @@ void Trainer::keep_resumed_precision() {
   }
 }
 
+// bf16, asked for or kept from a checkpoint, where a new run under "auto" would
+// train in fp32 (bf16 emulated, or native but not faster): slower, and rounded.
+void Trainer::warn_if_bf16_does_not_pay() const {
+  if (precision_.precision != Precision::kBf16) return;
+  const PrecisionChoice automatic = resolve_precision(Precision::kAuto, device_);
+  if (automatic.precision == Precision::kBf16) return;
+  spdlog::warn("training in bf16 ({}) where a new run under \"auto\" would train in fp32 ({})",
+               precision_.reason, automatic.reason);
+}
+
 void Trainer::choose_expert_gemm() {
   const int64_t ep = plan_.groups().ep_size;
   expert_gemm_ = moelab::choose_expert_gemm(
@@ -200,15 +210,8 @@ void Trainer::open_logs(const nlohmann::json& places) {
   progress_ = std::make_unique<Progress>(cfg_.train.max_steps, cfg_.log.progress);
   const auto dtype = precision_.dtype();
   peak_flops_ = matmul_peak_flops(dtype, torch::get_num_threads(), device_);
-  if (dtype == torch::kBFloat16 &&
-      resolve_precision(Precision::kAuto, device_).precision == Precision::kFp32) {
-    const double fp32 = matmul_peak_flops(torch::kFloat, torch::get_num_threads(), device_);
-    spdlog::warn(
-        "train.precision = \"bf16\" on a CPU where bf16 matmul does not pay: measured {:.1f} "
-        "GFLOP/s in bf16 against {:.1f} in fp32; \"auto\" trains in fp32 here",
-        peak_flops_ / 1e9, fp32 / 1e9);
-  }
   if (MpiSession::rank() == 0) {
+    warn_if_bf16_does_not_pay();
     for (const std::string& warning : config_warnings(cfg_)) spdlog::warn("{}", warning);
   }
 }

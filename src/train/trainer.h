@@ -75,6 +75,7 @@ class Trainer {
   void setup_model();
   void resume_or_init();
   void keep_resumed_precision();
+  void warn_if_bf16_does_not_pay() const;
   void choose_expert_gemm();
   void open_logs(const nlohmann::json& places);
 

@@ -51,4 +51,34 @@ double matmul_peak_flops(torch::ScalarType dtype, int threads, const torch::Devi
   return peak;
 }
 
+std::vector<double> cpu_matmul_flops_in_turn(const std::vector<torch::ScalarType>& dtypes,
+                                             int64_t n, int rounds) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::function<void()>> products;
+  for (const auto dtype : dtypes) {
+    const torch::Tensor a = torch::randn({n, n}, torch::dtype(dtype));
+    const torch::Tensor b = torch::randn({n, n}, torch::dtype(dtype));
+    torch::Tensor c = torch::empty({n, n}, torch::dtype(dtype));
+    products.push_back([a, b, c]() mutable { torch::matmul_out(c, a, b); });
+  }
+  const Stopwatch since_start;
+  std::vector<double> flops =
+      best_seconds_in_turn(products, rounds, [&] { return since_start.seconds(); });
+  for (double& seconds : flops) seconds = 2.0 * static_cast<double>(n) * n * n / seconds;
+  return flops;
+}
+
+std::vector<double> best_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
+                                         int rounds, const std::function<double()>& clock) {
+  std::vector<double> best(tasks.size(), std::numeric_limits<double>::infinity());
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const double start = clock();
+      tasks[i]();
+      best[i] = std::min(best[i], clock() - start);
+    }
+  }
+  return best;
+}
+
 }  // namespace moelab

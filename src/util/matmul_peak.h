@@ -6,6 +6,9 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <vector>
+
 namespace moelab {
 
 // The practical matmul peak in FLOP/s, in `dtype` on `device`: the best time of
@@ -18,5 +21,20 @@ namespace moelab {
 double matmul_peak_flops(torch::ScalarType dtype, int threads,
                          const torch::Device& device = torch::Device(torch::kCPU),
                          int64_t max_size = 0, double seconds_per_size = 0.15);
+
+// The FLOP/s of n x n products on the CPU in each of `dtypes`, at the current
+// threads, measured in turn (best_seconds_in_turn): what weighs one dtype
+// against another, whose ratio holds on a machine that other work slows at
+// times, where timing one dtype after the other does not.
+std::vector<double> cpu_matmul_flops_in_turn(const std::vector<torch::ScalarType>& dtypes,
+                                             int64_t n, int rounds);
+
+// The best seconds of each of `tasks` run in turn, one run of each per round
+// for `rounds` rounds, timed by `clock` (seconds). Load that comes and goes
+// then slows each task in some rounds and no task in every round, so each
+// keeps a quiet time; one task's runs all together could all fall in the
+// load.
+std::vector<double> best_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
+                                         int rounds, const std::function<double()>& clock);
 
 }  // namespace moelab

@@ -96,5 +96,29 @@ TEST(Mfu, MeasuredPeakIsPlausible) {
   }
 }
 
+// Two tasks of 1 s and 2 s on a fake clock; from t = 4 s on, other work slows
+// everything tenfold (as a test suite starting beside a run does). In turn,
+// each task has a quiet run before the load arrives; the first task's four
+// runs and then the second's would time the second only under load (20 s).
+TEST(MatmulPeak, TasksInTurnEachKeepAQuietTimeWhenLoadArrivesPartWay) {
+  double now = 0;
+  const auto task = [&](double quiet_seconds) {
+    return [&now, quiet_seconds] { now += now >= 4 ? 10 * quiet_seconds : quiet_seconds; };
+  };
+  const auto best = best_seconds_in_turn({task(1), task(2)}, 4, [&] { return now; });
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_DOUBLE_EQ(best[0], 1);
+  EXPECT_DOUBLE_EQ(best[1], 2);
+}
+
+TEST(MatmulPeak, FlopsInTurnArePlausibleForEachDtype) {
+  const auto flops = cpu_matmul_flops_in_turn({torch::kBFloat16, torch::kFloat}, 128, 3);
+  ASSERT_EQ(flops.size(), 2u);
+  for (const double rate : flops) {
+    EXPECT_GT(rate, 1e8);
+    EXPECT_LT(rate, 1e14);
+  }
+}
+
 }  // namespace
 }  // namespace moelab

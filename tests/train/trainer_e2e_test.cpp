@@ -354,6 +354,19 @@ TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
 // in, whatever "auto" measures now: an fp32 and a bf16 run (one of which "auto"
 // does not pick on any machine) each resumed under "auto" at step 2, their
 // curves those of the same run uninterrupted in its precision.
+bool auto_trains_in_fp32() {
+  return moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU))
+             .precision == moelab::Precision::kFp32;
+}
+
+// Whether the last run's log warns that it trains in bf16 for `reason` where a
+// new run under "auto" would not.
+bool warns_of_bf16_that_does_not_pay(const std::string& reason) {
+  return last_log().find("training in bf16 (" + reason +
+                         ") where a new run under \"auto\" would train in fp32 (auto: ") !=
+         std::string::npos;
+}
+
 TEST_F(TrainerE2E, AutoKeepsTheResumedCheckpointsPrecision) {
   const std::string sets = "--set checkpoint.interval=2 --set eval.interval=0 ";
   for (const std::string precision : {"fp32", "bf16"}) {
@@ -368,6 +381,9 @@ TEST_F(TrainerE2E, AutoKeepsTheResumedCheckpointsPrecision) {
               0)
         << last_log();
     expect_resumed(name, 2, name);
+    EXPECT_EQ(warns_of_bf16_that_does_not_pay("auto: as the checkpoint resumed from trained"),
+              precision == "bf16" && auto_trains_in_fp32())
+        << last_log();
     std::ifstream in(kRoot / name / "run.json");
     const auto record = nlohmann::json::parse(in);
     EXPECT_EQ(record.at("precision"), precision);
@@ -387,10 +403,7 @@ TEST_F(TrainerE2E, ExplicitBf16WarnsWhereAutoWouldTrainInFp32) {
   ASSERT_EQ(run(train("bf16", "--set train.precision=bf16 --set train.max_steps=2")), 0);
   std::ifstream in(kRoot / "bf16" / "run.json");
   EXPECT_EQ(nlohmann::json::parse(in).at("precision"), "bf16");
-  const bool auto_fp32 =
-      moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU)).precision ==
-      moelab::Precision::kFp32;
-  EXPECT_EQ(last_log().find("bf16 matmul does not pay") != std::string::npos, auto_fp32)
+  EXPECT_EQ(warns_of_bf16_that_does_not_pay("train.precision = \"bf16\""), auto_trains_in_fp32())
       << last_log();
 }
 
