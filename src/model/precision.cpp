@@ -11,7 +11,7 @@ namespace moelab {
 MatmulRates cpu_matmul_rates() {
   static const MatmulRates rates = [] {
     const auto flops = cpu_matmul_flops_in_turn({torch::kBFloat16, torch::kFloat}, 512, 24);
-    return MatmulRates{flops[0], flops[1]};
+    return MatmulRates{flops[0], flops[1], torch::get_num_threads()};
   }();
   return rates;
 }
@@ -32,8 +32,9 @@ PrecisionChoice resolve_precision(Precision requested, const torch::Device& devi
   const double speedup = measured.bf16 / measured.fp32;
   const std::string reason = fmt::format(
       "auto: on this CPU ({}) bf16 matmul measured {:.2f}x the fp32 rate ({:.0f} against {:.0f} "
-      "GFLOP/s)",
-      fmt::join(features, ", "), speedup, measured.bf16 / 1e9, measured.fp32 / 1e9);
+      "GFLOP/s on {} thread{})",
+      fmt::join(features, ", "), speedup, measured.bf16 / 1e9, measured.fp32 / 1e9,
+      measured.threads, measured.threads == 1 ? "" : "s");
   if (speedup >= kBf16MinSpeedup) return {Precision::kBf16, reason};
   return {Precision::kFp32, fmt::format("{}, short of the {:.2f}x that would pay for bf16 "
                                         "rounding",

@@ -28,12 +28,14 @@ struct PrecisionChoice {
   }
 };
 
-// LibTorch's matmul rates on the CPU, in FLOP/s.
+// LibTorch's matmul rates on the CPU, in FLOP/s, on `threads` threads.
 struct MatmulRates {
   double bf16 = 0, fp32 = 0;
+  int threads = 1;
 };
 
-// This process's CPU matmul rates at its current threads: 512 x 512 products,
+// This process's CPU matmul rates at its current threads (a run sets
+// train.threads first: bf16 and fp32 need not scale alike): 512 x 512 products,
 // bf16 and fp32 in turn, 24 rounds (cpu_matmul_flops_in_turn; a tenth of a
 // second on a CPU whose fp32 runs at 300 GFLOP/s), measured once, on first
 // use.

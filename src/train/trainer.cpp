@@ -62,6 +62,14 @@ WatchdogOptions watchdog_options(const Config& cfg) {
   return options;
 }
 
+// Sets train.threads, then resolves the run's precision: "auto" weighs bf16
+// against fp32 at the threads the run trains on (they need not scale alike).
+PrecisionChoice precision_at_train_threads(const Config& cfg, const torch::Device& device,
+                                           Communicator& control) {
+  if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
+  return agreed_precision(cfg.train.precision, device, control);
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& cfg)
@@ -73,14 +81,13 @@ Trainer::Trainer(const Config& cfg)
       rank_(plan_.control().rank()),
       world_size_(plan_.control().size()),
       device_(run_device(cfg)),
-      precision_(agreed_precision(cfg.train.precision, device_, plan_.control())),
+      precision_(precision_at_train_threads(cfg, device_, plan_.control())),
       schedule_(cfg.optim, cfg.train.max_steps),
       guard_(cfg.train.max_nonfinite_steps),
       peak_memory_(device_),
       profiler_(cfg, rank_, device_) {
   watchdog_.start_heartbeats(cfg_.train.out_dir + "/heartbeats",
                              [lock = run_lock_] { lock->refresh(); });
-  if (cfg_.train.threads > 0) torch::set_num_threads(int(cfg_.train.threads));
   if (rank_ == 0) {
     spdlog::info("layout: {}", plan_.groups().layout());
   }

@@ -70,7 +70,7 @@ check "no cuda option: the CPU line" cpu_line
 # --- tokens/s from bench_model's output (its result line, bench_model.cpp's
 # "{:<18} {:<9} {:>9.0f} tok/s ..."), the first of two results
 bench_model_output='torch 2.15.0  device cpu  threads 1  matmul peak: fp32 231.5 GFLOP/s, bf16 1695.9 GFLOP/s
-precision auto -> bf16 (auto: on this CPU (amx_bf16, avx512_bf16) bf16 matmul measured 7.33x the fp32 rate (1696 against 231 GFLOP/s))
+precision auto -> bf16 (auto: on this CPU (amx_bf16, avx512_bf16) bf16 matmul measured 7.33x the fp32 rate (1696 against 231 GFLOP/s on 1 thread))
 model: d 256, 4 layers, 4 heads, vocab 4096, seq 256, batch 16
 moe 4x512 top2     auto:bf16      9047 tok/s   0.453 s/step  MFU  18.5%  (141.9 GFLOP/step, 9.444M params, peak 1208 MiB)
     ms/step: forward=214 [ embedding=1 norm=4 attention=43 route=6 dispatch=4 experts=88 combine=5 head=57 ] loss=0 backward=220 optimizer=19

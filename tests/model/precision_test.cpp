@@ -19,13 +19,13 @@ const torch::Device kCpu(torch::kCPU);
 
 // Rates for the cases below: bf16 matmul at twice, 1.2 times and half fp32's.
 MatmulRates twice() {
-  return {200e9, 100e9};
+  return {200e9, 100e9, 1};
 }
 MatmulRates slightly_faster() {
   return {120e9, 100e9};
 }
 MatmulRates half() {
-  return {172e9, 330e9};
+  return {172e9, 330e9, 2};
 }
 // Where nothing should be measured.
 MatmulRates unmeasured() {
@@ -43,7 +43,8 @@ TEST(Precision, AutoIsBf16WhereNativeBf16MatmulMeasuresClearlyFaster) {
   const auto avx = resolve_precision(Precision::kAuto, kCpu, cpu(true, false), twice);
   EXPECT_EQ(avx.precision, Precision::kBf16);
   EXPECT_NE(
-      avx.reason.find("(avx512_bf16) bf16 matmul measured 2.00x the fp32 rate (200 against 100"),
+      avx.reason.find("(avx512_bf16) bf16 matmul measured 2.00x the fp32 rate (200 against 100 "
+                      "GFLOP/s on 1 thread)"),
       std::string::npos)
       << avx.reason;
   const auto both = resolve_precision(Precision::kAuto, kCpu, cpu(true, true), twice);
@@ -60,7 +61,8 @@ TEST(Precision, AutoIsFp32WhereNativeBf16MatmulIsNotClearlyFaster) {
     EXPECT_NE(choice.reason.find("short of the 1.25x"), std::string::npos) << choice.reason;
   }
   const auto half_rate = resolve_precision(Precision::kAuto, kCpu, cpu(true, true), half);
-  EXPECT_NE(half_rate.reason.find("measured 0.52x the fp32 rate (172 against 330 GFLOP/s)"),
+  EXPECT_NE(half_rate.reason.find("measured 0.52x the fp32 rate (172 against 330 GFLOP/s on 2 "
+                                  "threads)"),
             std::string::npos)
       << half_rate.reason;
 }
@@ -79,6 +81,7 @@ TEST(Precision, CpuMatmulRatesAreMeasuredOnce) {
   const MatmulRates first = cpu_matmul_rates();
   EXPECT_GT(first.bf16, 1e8);
   EXPECT_GT(first.fp32, 1e8);
+  EXPECT_EQ(first.threads, torch::get_num_threads());
   const MatmulRates again = cpu_matmul_rates();
   EXPECT_EQ(again.bf16, first.bf16);
   EXPECT_EQ(again.fp32, first.fp32);

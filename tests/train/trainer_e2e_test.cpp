@@ -337,7 +337,10 @@ TEST_F(TrainerE2E, ShardedOptimizerTrainsTheUnshardedCurveAndSharesItsCheckpoint
 // not compared with this process's) gives fp32 exactly when its reason says
 // bf16 fell short.
 TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
-  ASSERT_EQ(run(train("auto", "--set train.precision=auto --set train.max_steps=2")), 0);
+  ASSERT_EQ(run(train("auto",
+                      "--set train.precision=auto --set train.max_steps=2 "
+                      "--set train.threads=1")),
+            0);
   std::ifstream in(kRoot / "auto" / "run.json");
   const auto record = nlohmann::json::parse(in);
   const std::string precision = record.at("precision");
@@ -345,15 +348,13 @@ TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
   ASSERT_EQ(reason.rfind("auto: ", 0), 0u) << reason;
   if (reason.find(" measured ") != std::string::npos) {
     EXPECT_EQ(precision == "fp32", reason.find("short of the") != std::string::npos) << reason;
+    // Measured at the run's threads, not the process's default (2 here).
+    EXPECT_NE(reason.find("GFLOP/s on 1 thread)"), std::string::npos) << reason;
   }
   EXPECT_NE(last_log().find("precision " + precision + " (" + reason + ")"), std::string::npos)
       << last_log();
 }
 
-// A run resumed under "auto" trains on in the precision its checkpoint trained
-// in, whatever "auto" measures now: an fp32 and a bf16 run (one of which "auto"
-// does not pick on any machine) each resumed under "auto" at step 2, their
-// curves those of the same run uninterrupted in its precision.
 bool auto_trains_in_fp32() {
   return moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU))
              .precision == moelab::Precision::kFp32;
@@ -367,6 +368,10 @@ bool warns_of_bf16_that_does_not_pay(const std::string& reason) {
          std::string::npos;
 }
 
+// A run resumed under "auto" trains on in the precision its checkpoint trained
+// in, whatever "auto" measures now: an fp32 and a bf16 run (one of which "auto"
+// does not pick on any machine) each resumed under "auto" at step 2, their
+// curves those of the same run uninterrupted in its precision.
 TEST_F(TrainerE2E, AutoKeepsTheResumedCheckpointsPrecision) {
   const std::string sets = "--set checkpoint.interval=2 --set eval.interval=0 ";
   for (const std::string precision : {"fp32", "bf16"}) {
