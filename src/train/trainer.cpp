@@ -62,11 +62,22 @@ WatchdogOptions watchdog_options(const Config& cfg) {
   return options;
 }
 
+// Tests only: the rates of a CPU whose bf16 matmuls run test_hooks().bf16_speedup
+// times its fp32 ones.
+MatmulRates hooked_matmul_rates() {
+  return {test_hooks().bf16_speedup * 1e11, 1e11, torch::get_num_threads()};
+}
+
 // Sets train.threads, then resolves the run's precision: "auto" weighs bf16
 // against fp32 at the threads the run trains on (they need not scale alike).
 PrecisionChoice precision_at_train_threads(const Config& cfg, const torch::Device& device,
                                            Communicator& control) {
   if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
+  if (control.rank() == test_hooks().bf16_speedup_rank) {
+    CpuFeatures native_bf16;
+    native_bf16.avx512_bf16 = true;
+    return agreed_precision(cfg.train.precision, device, control, native_bf16, hooked_matmul_rates);
+  }
   return agreed_precision(cfg.train.precision, device, control);
 }
 

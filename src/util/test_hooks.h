@@ -1,8 +1,8 @@
 // Faults a test injects into a real run: a loss made non-finite, a checkpoint
-// write slowed down, a rank made slow. All off in a production run: only the
-// test entry point (tests/tools/moelab_test_hooks.cpp, built with the tests)
-// sets them, from its own command line; nothing in the moelab binary reads an
-// environment variable or a config key for them.
+// write slowed down, a rank made slow, a rank's CPU measured otherwise. All off in a production
+// run: only the test entry point (tests/tools/moelab_test_hooks.cpp, built with the tests) sets
+// them, from its own command line; nothing in the moelab binary reads an environment variable or a
+// config key for them.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,10 @@ struct TestHooks {
   double slow_checkpoint_s = 0;
   int slow_rank = -1;  // the rank that works slow_rank_ms longer every step
   double slow_rank_ms = 0;
+  // The rank whose CPU reports native bf16 (avx512_bf16) and measures its bf16
+  // matmuls at bf16_speedup times its fp32 rate, for train.precision = "auto".
+  int bf16_speedup_rank = -1;
+  double bf16_speedup = 1;
 };
 
 const TestHooks& test_hooks();

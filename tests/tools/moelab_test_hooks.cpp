@@ -5,6 +5,7 @@
 //   --hook-nonfinite-step=N             step N's loss is NaN
 //   --hook-slow-checkpoint=R:S          rank R's checkpoint writes take S s longer
 //   --hook-slow-rank=R:MS               rank R works MS ms longer every step
+//   --hook-bf16-speedup=R:X             rank R's CPU has native bf16 matmuls, X times fp32's
 // Built with the tests only: the moelab binary has no way to turn them on.
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,8 @@ bool take_hook(const std::string& arg, moelab::TestHooks& hooks) {
       return false;
   } else if (const char* v = value("slow-rank")) {
     if (std::sscanf(v, "%d:%lf", &hooks.slow_rank, &hooks.slow_rank_ms) != 2) return false;
+  } else if (const char* v = value("bf16-speedup")) {
+    if (std::sscanf(v, "%d:%lf", &hooks.bf16_speedup_rank, &hooks.bf16_speedup) != 2) return false;
   } else {
     return false;
   }

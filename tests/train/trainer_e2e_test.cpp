@@ -416,6 +416,24 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(std::ifstream(path));
 }
 
+// Every rank trains in rank 0's precision under "auto": rank 1 (a test hook)
+// measures as a CPU whose bf16 matmuls run at 4x its fp32's where this
+// machine's choice is fp32, at a quarter where it is bf16; the two-rank run's
+// curve is that of both ranks in the precision rank 0 recorded.
+TEST_F(TrainerE2E, EveryRankTrainsInRankZerosAutoPrecision) {
+  const std::string speedup = auto_trains_in_fp32() ? "4" : "0.25";
+  const std::string sets = "--set train.max_steps=3 --set eval.interval=0 ";
+  ASSERT_EQ(run(mpirun(2) + MOELAB_TEST_HOOKS + " --hook-bf16-speedup=1:" + speedup + " train " +
+                (kRoot / "tiny.toml").string() + " --out " + (kRoot / "agreed").string() + " " +
+                sets + "--set train.precision=auto"),
+            0)
+      << last_log();
+  const std::string precision = read_json(kRoot / "agreed" / "run.json").at("precision");
+  ASSERT_EQ(run(train("agreed_explicit", sets + "--set train.precision=" + precision, 2)), 0)
+      << last_log();
+  expect_close(train_losses(kRoot / "agreed"), train_losses(kRoot / "agreed_explicit"), 1e-6);
+}
+
 // train.expert_gemm = "auto": the path is measured, logged, recorded in run.json
 // and the checkpoint, and a resume runs the path its checkpoint records (here
 // one other than the measured, written into it) without measuring again.
