@@ -416,19 +416,22 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(std::ifstream(path));
 }
 
-// Every rank trains in rank 0's precision under "auto": rank 1 (a test hook)
+// Every rank trains in rank 0's precision under "auto": rank 0 (a test hook)
 // measures as a CPU whose bf16 matmuls run at 4x its fp32's where this
-// machine's choice is fp32, at a quarter where it is bf16; the two-rank run's
-// curve is that of both ranks in the precision rank 0 recorded.
+// machine's own choice is fp32, at a quarter where it is bf16, so rank 1's
+// measurement and a model resolving "auto" for itself would both give the
+// other precision; the two-rank run's curve is that of both ranks in rank 0's.
 TEST_F(TrainerE2E, EveryRankTrainsInRankZerosAutoPrecision) {
-  const std::string speedup = auto_trains_in_fp32() ? "4" : "0.25";
+  const bool fast_bf16 = auto_trains_in_fp32();
   const std::string sets = "--set train.max_steps=3 --set eval.interval=0 ";
-  ASSERT_EQ(run(mpirun(2) + MOELAB_TEST_HOOKS + " --hook-bf16-speedup=1:" + speedup + " train " +
-                (kRoot / "tiny.toml").string() + " --out " + (kRoot / "agreed").string() + " " +
-                sets + "--set train.precision=auto"),
-            0)
+  ASSERT_EQ(
+      run(mpirun(2) + MOELAB_TEST_HOOKS + " --hook-bf16-speedup=0:" + (fast_bf16 ? "4" : "0.25") +
+          " train " + (kRoot / "tiny.toml").string() + " --out " + (kRoot / "agreed").string() +
+          " " + sets + "--set train.precision=auto"),
+      0)
       << last_log();
   const std::string precision = read_json(kRoot / "agreed" / "run.json").at("precision");
+  EXPECT_EQ(precision, fast_bf16 ? "bf16" : "fp32");
   ASSERT_EQ(run(train("agreed_explicit", sets + "--set train.precision=" + precision, 2)), 0)
       << last_log();
   expect_close(train_losses(kRoot / "agreed"), train_losses(kRoot / "agreed_explicit"), 1e-6);
