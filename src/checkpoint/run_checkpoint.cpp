@@ -12,6 +12,7 @@
 #include "comm/failure.h"
 #include "comm/gather_strings.h"
 #include "comm/watchdog.h"
+#include "config/choices.h"
 #include "config/load.h"
 #include "config/schema.h"
 #include "util/error.h"
@@ -43,6 +44,22 @@ nlohmann::json meta_of(const Config& cfg, int world_size, const TrainState& s) {
           {"tensors", nlohmann::json::object()}};
 }
 
+// A choice a run records in meta.json: a spelling of E other than "auto" (a
+// run records what it resolved), or "" where it recorded none.
+template <typename E>
+std::string recorded_choice(const nlohmann::json& meta, const char* key, const std::string& dir) {
+  const std::string value = meta.value(key, "");
+  const auto parsed = parse_choice<E>(value);
+  if (value.empty() || (parsed && *parsed != E::kAuto)) return value;
+  std::string expected;
+  for (const auto& n : ChoiceNames<E>::names) {
+    if (n.value != E::kAuto)
+      expected += (expected.empty() ? "\"" : ", \"") + std::string(n.name) + "\"";
+  }
+  throw InputError(dir + "/meta.json: " + key + " = \"" + value + "\"; expected one of " +
+                   expected);
+}
+
 TrainState state_of(const nlohmann::json& meta, const std::string& dir, int64_t seq_len) {
   try {
     TrainState s;
@@ -54,8 +71,8 @@ TrainState state_of(const nlohmann::json& meta, const std::string& dir, int64_t 
     if (!meta.at("best_val_loss").is_null()) s.best_val_loss = meta["best_val_loss"].get<double>();
     s.nonfinite_total = meta.at("nonfinite_total").get<int64_t>();
     s.nonfinite_in_a_row = meta.at("nonfinite_in_a_row").get<int64_t>();
-    s.expert_gemm = meta.value("expert_gemm", "");
-    s.precision = meta.value("precision", "");
+    s.expert_gemm = recorded_choice<ExpertGemm>(meta, "expert_gemm", dir);
+    s.precision = recorded_choice<Precision>(meta, "precision", dir);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(dir + "/meta.json: incomplete checkpoint metadata (" + e.what() + ")");

@@ -469,6 +469,31 @@ TEST_F(TrainerE2E, TheExpertsGemmPathIsMeasuredRecordedAndKeptOnResume) {
   expect_close(train_losses(kRoot / "gemm_kept"), train_losses(kRoot / "gemm"), 1e-5);
 }
 
+// A checkpoint whose meta.json records a path or precision no run writes
+// (hand-edited, or from a newer moelab) is refused by file and key, not taken
+// as unrecorded and measured anew.
+TEST_F(TrainerE2E, AResumedChoiceThatMetaJsonCannotHoldIsRefusedByKey) {
+  const std::string sets =
+      "--set moe.enabled=true --set train.max_steps=2 --set eval.interval=0 "
+      "--set checkpoint.interval=2";
+  ASSERT_EQ(run(train("bad_choice", sets)), 0) << last_log();
+  fs::remove(kRoot / "bad_choice" / "DONE");
+  const fs::path meta = kRoot / "bad_choice" / "checkpoints" / "step_00000002" / "meta.json";
+  const auto written = read_json(meta);
+  for (const auto& [key, value] : {std::pair{"expert_gemm", "fastest"}, {"precision", "auto"}}) {
+    auto j = written;
+    j[key] = value;
+    std::ofstream(meta) << j.dump();
+    EXPECT_EQ(
+        WEXITSTATUS(run(train("bad_choice", sets + " --set train.max_steps=4 --resume auto"))), 2)
+        << last_log();
+    EXPECT_NE(last_log().find("meta.json: " + std::string(key) + " = \"" + value +
+                              "\"; expected one of \""),
+              std::string::npos)
+        << last_log();
+  }
+}
+
 TEST_F(TrainerE2E, AForcedExpertsGemmPathThatCannotRunIsRefusedByName) {
   ASSERT_EQ(WEXITSTATUS(run(train("gemm_refused",
                                   "--set moe.enabled=true --set moe.d_expert=24 "
