@@ -59,6 +59,21 @@ function(moelab_compile_setup target)
   endif()
 endfunction()
 
+# A library's sources compiled in batches, one translation unit each: a fresh
+# build parses the torch headers' inline code and instantiates their templates
+# once a batch instead of once a file. An edit recompiles its whole batch, so
+# incremental work may prefer -DMOELAB_UNITY_BUILD=OFF. The kernels stay one
+# unit a file: their tuned code is compiled as it was measured.
+function(moelab_unity_build target)
+  if(MOELAB_UNITY_BUILD AND NOT target STREQUAL "moelab_kernels")
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE
+                                               ${MOELAB_UNITY_BATCH})
+    # A batch includes its sources, so GCC takes a class in one of them that
+    # holds a type of its anonymous namespace for one in a header.
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+  endif()
+endfunction()
+
 # moelab_module(name dep...): library moelab_<name> from src/<name>/*.cpp,
 # linked to moelab_<dep> for each dep. Appends to MOELAB_MODULES.
 function(moelab_module name)
@@ -78,5 +93,6 @@ function(moelab_module name)
     endif()
   endforeach()
   moelab_compile_setup(moelab_${name})
+  moelab_unity_build(moelab_${name})
   set(MOELAB_MODULES ${MOELAB_MODULES} moelab_${name} PARENT_SCOPE)
 endfunction()

@@ -102,7 +102,7 @@ void require_same_model(const Config& cfg, const nlohmann::json& meta, const std
   }
 }
 
-void remove_quietly(const std::string& dir) {
+void remove_folder_quietly(const std::string& dir) {
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 }
@@ -202,7 +202,7 @@ void RunCheckpointer::seal() {
     error = agree_on_error(*world_, sealing);
   }
   if (error.empty()) return;
-  if (world_->rank() == 0) remove_quietly(checkpoint_tmp_dir(run_dir, p->step));
+  if (world_->rank() == 0) remove_folder_quietly(checkpoint_tmp_dir(run_dir, p->step));
   world_->barrier();  // removed before any rank ends the job
   throw SystemError("checkpoint at step " + std::to_string(p->step) + " failed: " + error +
                     "; its partial files are removed and the newest complete checkpoint is the "

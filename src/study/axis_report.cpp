@@ -17,11 +17,6 @@ std::string value_at(const PlannedVariant& v, const std::string& axis) {
   return "";
 }
 
-// Empty where there is no value (no finished seed; no spread with one seed).
-std::string number(std::optional<double> x) {
-  return x ? fmt::format("{:.6g}", *x) : "";
-}
-
 }  // namespace
 
 std::vector<std::string> axis_order(const StudyPlan& plan, const std::string& x,
@@ -53,8 +48,9 @@ std::string axis_summary_csv(const StudyReport& report, const std::vector<std::s
     for (const auto& a : order) csv += "," + value_at(v.planned, a);
     csv += fmt::format(
         ",{},{},{},{},{}\n", v.best_val_loss.n,
-        number(v.best_val_loss.n > 0 ? std::optional<double>(v.best_val_loss.mean) : std::nullopt),
-        number(v.best_val_loss.std), v.planned.total_params, v.planned.active_params);
+        csv_number(v.best_val_loss.n > 0 ? std::optional<double>(v.best_val_loss.mean)
+                                         : std::nullopt),
+        csv_number(v.best_val_loss.std), v.planned.total_params, v.planned.active_params);
   }
   return csv;
 }

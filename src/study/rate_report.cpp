@@ -22,10 +22,6 @@ std::optional<double> epochs_of(const VariantSummary& v) {
   return trained_tokens(v) / double(v.planned.unique_tokens);
 }
 
-std::string number(std::optional<double> x) {
-  return x ? fmt::format("{:.6g}", *x) : "";
-}
-
 }  // namespace
 
 bool has_rate_sweep(const StudyReport& report) {
@@ -44,9 +40,9 @@ std::string rate_summary_csv(const StudyReport& report) {
     const auto& b = v.best_val_loss;
     csv += fmt::format("{},{},{:.6g},{},{},{},{},{},{},{:.6g},{:.0f},{}\n", v.planned.name,
                        v.planned.moe ? "moe" : "dense", rate_of(v), v.planned.top_k, b.n,
-                       number(b.n > 0 ? std::optional<double>(b.mean) : std::nullopt),
-                       number(b.std), v.planned.total_params, v.planned.active_params,
-                       v.planned.flops_per_token, trained_tokens(v), number(epochs_of(v)));
+                       csv_number(b.n > 0 ? std::optional<double>(b.mean) : std::nullopt),
+                       csv_number(b.std), v.planned.total_params, v.planned.active_params,
+                       v.planned.flops_per_token, trained_tokens(v), csv_number(epochs_of(v)));
   }
   return csv;
 }

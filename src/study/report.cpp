@@ -142,6 +142,10 @@ const RunResult* find_run(const std::vector<RunResult>& runs, const std::string&
   return nullptr;
 }
 
+std::string csv_number(std::optional<double> x) {
+  return x ? fmt::format("{:.6g}", *x) : "";
+}
+
 std::string named_curves_csv(const StudyReport& report,
                              std::vector<std::pair<std::string, double>> ValPoint::*values,
                              const std::string& name_column, const std::string& value_column) {

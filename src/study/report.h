@@ -4,6 +4,7 @@
 // missing or unfinished ones are listed, and n is reported per variant.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ const RunResult* find_run(const std::vector<RunResult>& runs, const std::string&
 std::string named_curves_csv(const StudyReport& report,
                              std::vector<std::pair<std::string, double>> ValPoint::*values,
                              const std::string& name_column, const std::string& value_column);
+
+// A CSV cell: `x` to 6 significant digits, empty where there is no value (no
+// finished seed; no spread with one seed).
+std::string csv_number(std::optional<double> x);
 
 // Writes summary.md, summary.json, curves.csv and gap_curves.csv into `dir`,
 // and axis_summary.csv for a grid study.

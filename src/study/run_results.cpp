@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kValColumns = "step,tokens,val_loss,best_val_loss";
 
-std::vector<std::string> split_commas(const std::string& line) {
+std::vector<std::string> csv_cells(const std::string& line) {
   std::vector<std::string> cells;
   std::stringstream in(line);
   for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
@@ -44,7 +44,7 @@ std::vector<std::string> prefixed(const std::vector<std::string>& cells, size_t 
 
 ValColumns val_columns(const std::string& header, const std::string& path) {
   const std::string fixed = kValColumns;
-  const std::vector<std::string> cells = split_commas(header);
+  const std::vector<std::string> cells = csv_cells(header);
   ValColumns columns;
   columns.sets = prefixed(cells, 4, "val_loss/");
   columns.tasks = prefixed(cells, 4 + columns.sets.size(), "task/");
@@ -65,7 +65,7 @@ double number(const std::string& cell) {
 }
 
 ValPoint val_point(const std::string& line, const ValColumns& columns) {
-  const std::vector<std::string> cells = split_commas(line);
+  const std::vector<std::string> cells = csv_cells(line);
   const size_t sets = columns.sets.size();
   if (cells.size() != 4 + sets + columns.tasks.size()) throw std::invalid_argument(line);
   ValPoint p{int64_t(number(cells[0])), int64_t(number(cells[1])), number(cells[2]), {}, {}};

@@ -4,18 +4,13 @@
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
 
+#include "data/parquet/arrow_checked.h"
 #include "util/error.h"
 
 namespace moelab {
 namespace {
 
 using nlohmann::json;
-
-template <typename Value>
-Value checked(arrow::Result<Value> result, const std::string& context) {
-  if (!result.ok()) throw InputError(context + ": " + result.status().ToString());
-  return std::move(result).ValueUnsafe();
-}
 
 json list_value(const arrow::ListArray& list, int64_t row, const std::string& where);
 

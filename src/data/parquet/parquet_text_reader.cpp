@@ -5,6 +5,7 @@
 #include <parquet/arrow/reader.h>
 #include <parquet/exception.h>
 
+#include "data/parquet/arrow_checked.h"
 #include "util/error.h"
 
 namespace moelab {
@@ -19,12 +20,6 @@ std::string column_names(const arrow::Schema& schema) {
   std::string names;
   for (const auto& field : schema.fields()) names += (names.empty() ? "" : ", ") + field->name();
   return names;
-}
-
-template <typename Value>
-Value checked(arrow::Result<Value> result, const std::string& context) {
-  if (!result.ok()) throw InputError(context + ": " + result.status().ToString());
-  return std::move(result).ValueUnsafe();
 }
 
 }  // namespace
