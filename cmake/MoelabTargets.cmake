@@ -59,7 +59,7 @@ function(moelab_compile_setup target)
   endif()
 endfunction()
 
-# A library's sources compiled in batches, one translation unit each: a fresh
+# A target's sources compiled in batches, one translation unit each: a fresh
 # build parses the torch headers' inline code and instantiates their templates
 # once a batch instead of once a file. An edit recompiles its whole batch, so
 # incremental work may prefer -DMOELAB_UNITY_BUILD=OFF. The kernels stay one

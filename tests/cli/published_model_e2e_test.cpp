@@ -23,7 +23,9 @@
 #include "util/atomic_file.h"
 
 namespace moelab {
-namespace {
+// Named, not anonymous: a unity build compiles this file in one translation
+// unit with other tests of its folder, whose helpers share these names.
+namespace published_model_e2e {
 
 using testing::moelab;
 using testing::MoelabResult;
@@ -119,5 +121,5 @@ INSTANTIATE_TEST_SUITE_P(
                        "MixtralForCausalLM"}),
     [](const ::testing::TestParamInfo<PublishedModel>& info) { return info.param.name; });
 
-}  // namespace
+}  // namespace published_model_e2e
 }  // namespace moelab

@@ -21,7 +21,9 @@
 #include "util/error.h"
 
 namespace moelab {
-namespace {
+// Named, not anonymous: a unity build compiles this file in one translation
+// unit with other tests of its folder, whose helpers share these names.
+namespace staged_study {
 
 using testing::error_of;
 using testing::read_file;
@@ -481,5 +483,5 @@ TEST(StagedResults, TheTinyStoriesConversionStudyPlans) {
   }
 }
 
-}  // namespace
+}  // namespace staged_study
 }  // namespace moelab

@@ -19,7 +19,9 @@
 #include "metrics/event_file.h"
 #include "metrics/tensorboard_log.h"
 
-namespace {
+// Named, not anonymous: a unity build compiles this file in one translation
+// unit with other tests of its folder, whose helpers share these names.
+namespace watching_runs {
 
 namespace fs = std::filesystem;
 
@@ -232,4 +234,4 @@ TEST_F(WatchingRuns, ProfilingSettingsThatCannotWorkAreRefusedByKey) {
       << last_log();
 }
 
-}  // namespace
+}  // namespace watching_runs
