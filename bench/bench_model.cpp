@@ -131,8 +131,9 @@ void choose_path(const Config& cfg, TransformerImpl& model, int64_t tokens,
                  const torch::Device& device) {
   const auto dtype = resolve_precision(cfg.train.precision, device).dtype();
   LocalCommunicator one_rank;
-  const auto choice = choose_expert_gemm(cfg, model, expert_shape(cfg, 1, dtype, device),
-                                         balanced_rows_per_expert(cfg, tokens, 1), "", one_rank);
+  const auto choice =
+      choose_expert_gemm(cfg, model, expert_shape(cfg, 1, dtype, device),
+                         balanced_rows_per_expert(cfg, tokens, 1), std::nullopt, one_rank);
   if (choice.path != ExpertGemm::kAuto) {
     fmt::print("    experts' GEMMs: {} ({})\n", choice_name(choice.path), choice.reason);
   }

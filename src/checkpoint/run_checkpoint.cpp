@@ -32,8 +32,8 @@ nlohmann::json meta_of(const Config& cfg, int world_size, const TrainState& s) {
                                                            : nlohmann::json(nullptr)},
           {"nonfinite_total", s.nonfinite_total},
           {"nonfinite_in_a_row", s.nonfinite_in_a_row},
-          {"expert_gemm", s.expert_gemm},
-          {"precision", s.precision},
+          {"expert_gemm", s.expert_gemm ? choice_name(*s.expert_gemm) : ""},
+          {"precision", s.precision ? choice_name(*s.precision) : ""},
           {"world_size", world_size},
           {"ep", cfg.parallel.ep},
           {"shard_optimizer", cfg.parallel.shard_optimizer},
@@ -47,10 +47,11 @@ nlohmann::json meta_of(const Config& cfg, int world_size, const TrainState& s) {
 // A choice a run records in meta.json: a spelling of E other than "auto" (a
 // run records what it resolved), or "" where it recorded none.
 template <typename E>
-std::string recorded_choice(const nlohmann::json& meta, const char* key, const std::string& dir) {
+std::optional<E> recorded_choice(const nlohmann::json& meta, const char* key,
+                                 const std::string& dir) {
   const std::string value = meta.value(key, "");
   const auto parsed = parse_choice<E>(value);
-  if (value.empty() || (parsed && *parsed != E::kAuto)) return value;
+  if (value.empty() || (parsed && *parsed != E::kAuto)) return parsed;
   std::string expected;
   for (const auto& n : ChoiceNames<E>::names) {
     if (n.value != E::kAuto)

@@ -42,12 +42,12 @@ struct TrainState {
   double best_val_loss = std::numeric_limits<double>::infinity();
   int64_t nonfinite_total = 0;
   int64_t nonfinite_in_a_row = 0;
-  // The path the routed experts' GEMMs ran (train.expert_gemm's spelling; ""
-  // without routed experts or in a checkpoint from before the choice).
-  std::string expert_gemm;
-  // The precision the matmuls ran in ("fp32" or "bf16"; "" in a checkpoint
-  // from before it was recorded).
-  std::string precision;
+  // The path the routed experts' GEMMs ran (none without routed experts or in
+  // a checkpoint from before the choice); never kAuto.
+  std::optional<ExpertGemm> expert_gemm;
+  // The precision the matmuls ran in (none in a checkpoint from before it was
+  // recorded); never kAuto.
+  std::optional<Precision> precision;
 };
 
 // The config of the run that wrote a checkpoint, as its manifest `meta`

@@ -52,13 +52,12 @@ ExpertGemmChoice measured(const ExpertShape& shape, int64_t rows_per_expert, Com
 }
 
 ExpertGemmChoice resolve(const Config& cfg, const ExpertShape& shape, int64_t rows_per_expert,
-                         const std::string& resumed, Communicator& world) {
+                         std::optional<ExpertGemm> resumed, Communicator& world) {
   if (cfg.train.expert_gemm != ExpertGemm::kAuto) return forced(cfg, shape);
   const auto paths = runnable_paths(shape);
   if (paths.size() == 1) return {paths.front(), "the only path for " + describe(shape)};
   // A resumed run keeps its path, so that it continues bit for bit.
-  const auto kept = parse_choice<ExpertGemm>(resumed);
-  if (kept && can_run(*kept, shape)) return {*kept, "as the checkpoint resumed from ran"};
+  if (resumed && can_run(*resumed, shape)) return {*resumed, "as the checkpoint resumed from ran"};
   return measured(shape, rows_per_expert, world);
 }
 
@@ -82,7 +81,7 @@ ExpertShape expert_shape(const Config& cfg, int64_t ep, torch::ScalarType dtype,
 
 ExpertGemmChoice choose_expert_gemm(const Config& cfg, TransformerImpl& model,
                                     const ExpertShape& shape, int64_t rows_per_expert,
-                                    const std::string& resumed, Communicator& world) {
+                                    std::optional<ExpertGemm> resumed, Communicator& world) {
   const auto experts = experts_of(model);
   if (experts.empty()) return {};
   const ExpertGemmChoice choice = resolve(cfg, shape, rows_per_expert, resumed, world);

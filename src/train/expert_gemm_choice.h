@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "comm/communicator.h"
@@ -25,10 +26,10 @@ ExpertShape expert_shape(const Config& cfg, int64_t ep, torch::ScalarType dtype,
 int64_t balanced_rows_per_expert(const Config& cfg, int64_t tokens, int64_t ep);
 
 // rows_per_expert: the rows an expert gets in one micro-batch when routing is
-// balanced. resumed: the path the checkpoint resumed from ran ("" if none).
+// balanced. resumed: the path the checkpoint resumed from ran, if any.
 // Sets the choice on every MoE layer's experts. Collective over `world`.
 ExpertGemmChoice choose_expert_gemm(const Config& cfg, TransformerImpl& model,
                                     const ExpertShape& shape, int64_t rows_per_expert,
-                                    const std::string& resumed, Communicator& world);
+                                    std::optional<ExpertGemm> resumed, Communicator& world);
 
 }  // namespace moelab

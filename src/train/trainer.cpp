@@ -179,14 +179,13 @@ void Trainer::resume_or_init() {
 // in, which a measurement here (another machine's, or a close one's) need not
 // give again: its curve goes on as it was.
 void Trainer::keep_resumed_precision() {
-  const auto resumed = parse_choice<Precision>(state_.precision);
-  if (cfg_.train.precision == Precision::kAuto && resumed) {
-    precision_ = {*resumed, "auto: as the checkpoint resumed from trained"};
-    model_->set_precision(*resumed);
+  if (cfg_.train.precision == Precision::kAuto && state_.precision) {
+    precision_ = {*state_.precision, "auto: as the checkpoint resumed from trained"};
+    model_->set_precision(*state_.precision);
   }
-  state_.precision = choice_name(precision_.precision);
+  state_.precision = precision_.precision;
   if (rank_ == 0) {
-    spdlog::info("device {}, precision {} ({})", device_.str(), state_.precision,
+    spdlog::info("device {}, precision {} ({})", device_.str(), choice_name(precision_.precision),
                  precision_.reason);
   }
 }
@@ -208,9 +207,9 @@ void Trainer::choose_expert_gemm() {
       balanced_rows_per_expert(cfg_, micro_seqs_ * cfg_.model.seq_len, ep), state_.expert_gemm,
       plan_.control());
   if (expert_gemm_.path == ExpertGemm::kAuto) return;
-  state_.expert_gemm = choice_name(expert_gemm_.path);
+  state_.expert_gemm = expert_gemm_.path;
   if (rank_ == 0) {
-    spdlog::info("experts' GEMMs: {} ({})", state_.expert_gemm, expert_gemm_.reason);
+    spdlog::info("experts' GEMMs: {} ({})", choice_name(expert_gemm_.path), expert_gemm_.reason);
   }
 }
 
