@@ -68,17 +68,27 @@ MatmulRates hooked_matmul_rates() {
   return {test_hooks().bf16_speedup * 1e11, 1e11, torch::get_num_threads()};
 }
 
+// The CPU "auto" weighs bf16 on, as rank `rank` sees it: its own features and
+// measured rates, or (tests only) a native bf16 CPU at the hook's speedup.
+struct RankCpu {
+  CpuFeatures features;
+  MatmulRates (*rates)();
+};
+
+RankCpu rank_cpu(int rank) {
+  if (rank != test_hooks().bf16_speedup_rank) return {cpu_features(), cpu_matmul_rates};
+  CpuFeatures native_bf16;
+  native_bf16.avx512_bf16 = true;
+  return {native_bf16, hooked_matmul_rates};
+}
+
 // Sets train.threads, then resolves the run's precision: "auto" weighs bf16
 // against fp32 at the threads the run trains on (they need not scale alike).
 PrecisionChoice precision_at_train_threads(const Config& cfg, const torch::Device& device,
                                            Communicator& control) {
   if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
-  if (control.rank() == test_hooks().bf16_speedup_rank) {
-    CpuFeatures native_bf16;
-    native_bf16.avx512_bf16 = true;
-    return agreed_precision(cfg.train.precision, device, control, native_bf16, hooked_matmul_rates);
-  }
-  return agreed_precision(cfg.train.precision, device, control);
+  const RankCpu cpu = rank_cpu(control.rank());
+  return agreed_precision(cfg.train.precision, device, control, cpu.features, cpu.rates);
 }
 
 }  // namespace
@@ -194,7 +204,9 @@ void Trainer::keep_resumed_precision() {
 // train in fp32 (bf16 emulated, or native but not faster): slower, and rounded.
 void Trainer::warn_if_bf16_does_not_pay() const {
   if (precision_.precision != Precision::kBf16) return;
-  const PrecisionChoice automatic = resolve_precision(Precision::kAuto, device_);
+  const RankCpu cpu = rank_cpu(rank_);
+  const PrecisionChoice automatic =
+      resolve_precision(Precision::kAuto, device_, cpu.features, cpu.rates);
   if (automatic.precision == Precision::kBf16) return;
   spdlog::warn("training in bf16 ({}) where a new run under \"auto\" would train in fp32 ({})",
                precision_.reason, automatic.reason);
