@@ -62,21 +62,23 @@ WatchdogOptions watchdog_options(const Config& cfg) {
   return options;
 }
 
-// Tests only: the rates of a CPU whose bf16 matmuls run test_hooks().bf16_speedup
-// times its fp32 ones.
+// Tests only: the rates of a CPU whose bf16 matmuls run this rank's
+// test_hooks().bf16_speedup times its fp32 ones.
 MatmulRates hooked_matmul_rates() {
-  return {test_hooks().bf16_speedup * 1e11, 1e11, torch::get_num_threads()};
+  return {test_hooks().bf16_speedup.at(MpiSession::rank()) * 1e11, 1e11, torch::get_num_threads()};
 }
 
-// The CPU "auto" weighs bf16 on, as rank `rank` sees it: its own features and
+// The CPU "auto" weighs bf16 on, as this rank sees it: its own features and
 // measured rates, or (tests only) a native bf16 CPU at the hook's speedup.
 struct RankCpu {
   CpuFeatures features;
   MatmulRates (*rates)();
 };
 
-RankCpu rank_cpu(int rank) {
-  if (rank != test_hooks().bf16_speedup_rank) return {cpu_features(), cpu_matmul_rates};
+RankCpu rank_cpu() {
+  if (test_hooks().bf16_speedup.count(MpiSession::rank()) == 0) {
+    return {cpu_features(), cpu_matmul_rates};
+  }
   CpuFeatures native_bf16;
   native_bf16.avx512_bf16 = true;
   return {native_bf16, hooked_matmul_rates};
@@ -87,7 +89,7 @@ RankCpu rank_cpu(int rank) {
 PrecisionChoice precision_at_train_threads(const Config& cfg, const torch::Device& device,
                                            Communicator& control) {
   if (cfg.train.threads > 0) torch::set_num_threads(int(cfg.train.threads));
-  const RankCpu cpu = rank_cpu(control.rank());
+  const RankCpu cpu = rank_cpu();
   return agreed_precision(cfg.train.precision, device, control, cpu.features, cpu.rates);
 }
 
@@ -204,7 +206,7 @@ void Trainer::keep_resumed_precision() {
 // train in fp32 (bf16 emulated, or native but not faster): slower, and rounded.
 void Trainer::warn_if_bf16_does_not_pay() const {
   if (precision_.precision != Precision::kBf16) return;
-  const RankCpu cpu = rank_cpu(rank_);
+  const RankCpu cpu = rank_cpu();
   const PrecisionChoice automatic =
       resolve_precision(Precision::kAuto, device_, cpu.features, cpu.rates);
   if (automatic.precision == Precision::kBf16) return;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 
 namespace moelab {
 
@@ -15,10 +16,9 @@ struct TestHooks {
   double slow_checkpoint_s = 0;
   int slow_rank = -1;  // the rank that works slow_rank_ms longer every step
   double slow_rank_ms = 0;
-  // The rank whose CPU reports native bf16 (avx512_bf16) and measures its bf16
-  // matmuls at bf16_speedup times its fp32 rate, for train.precision = "auto".
-  int bf16_speedup_rank = -1;
-  double bf16_speedup = 1;
+  // Ranks whose CPU reports native bf16 (avx512_bf16) and measures its bf16
+  // matmuls at the mapped multiple of its fp32 rate, for train.precision = "auto".
+  std::map<int, double> bf16_speedup;
 };
 
 const TestHooks& test_hooks();

@@ -6,6 +6,7 @@
 //   --hook-slow-checkpoint=R:S          rank R's checkpoint writes take S s longer
 //   --hook-slow-rank=R:MS               rank R works MS ms longer every step
 //   --hook-bf16-speedup=R:X             rank R's CPU has native bf16 matmuls, X times fp32's
+//                                       (repeatable, a rank each)
 // Built with the tests only: the moelab binary has no way to turn them on.
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +31,10 @@ bool take_hook(const std::string& arg, moelab::TestHooks& hooks) {
   } else if (const char* v = value("slow-rank")) {
     if (std::sscanf(v, "%d:%lf", &hooks.slow_rank, &hooks.slow_rank_ms) != 2) return false;
   } else if (const char* v = value("bf16-speedup")) {
-    if (std::sscanf(v, "%d:%lf", &hooks.bf16_speedup_rank, &hooks.bf16_speedup) != 2) return false;
+    int rank = 0;
+    double speedup = 0;
+    if (std::sscanf(v, "%d:%lf", &rank, &speedup) != 2) return false;
+    hooks.bf16_speedup[rank] = speedup;
   } else {
     return false;
   }

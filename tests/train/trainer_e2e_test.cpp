@@ -16,7 +16,6 @@
 
 #include "checkpoint/checkpoint_io.h"
 #include "checkpoint/tensor_file.h"
-#include "model/precision.h"
 #include "train/job_control.h"
 
 namespace {
@@ -364,11 +363,6 @@ TEST_F(TrainerE2E, AutoPrecisionIsLoggedAndRecordedInRunJson) {
       << last_log();
 }
 
-bool auto_trains_in_fp32() {
-  return moelab::resolve_precision(moelab::Precision::kAuto, torch::Device(torch::kCPU))
-             .precision == moelab::Precision::kFp32;
-}
-
 // Whether the last run's log warns that it trains in bf16 for `reason` where a
 // new run under "auto" would not.
 bool warns_of_bf16_that_does_not_pay(const std::string& reason) {
@@ -436,25 +430,31 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(std::ifstream(path));
 }
 
-// Every rank trains in rank 0's precision under "auto": rank 0 (a test hook)
-// measures as a CPU whose bf16 matmuls run at 4x its fp32's where this
-// machine's own choice is fp32, at a quarter where it is bf16, so rank 1's
-// measurement and a model resolving "auto" for itself would both give the
-// other precision; the two-rank run's curve is that of both ranks in rank 0's.
+// Every rank trains in rank 0's precision under "auto": the two ranks (test
+// hooks) measure as CPUs whose bf16 matmuls run at 4x and at a quarter of their
+// fp32's, one way round and then the other, so rank 1's own measurement always
+// gives the other precision (and a model resolving "auto" for itself, on this
+// machine's CPU, does in one of the two runs); each two-rank run's curve is
+// that of both ranks in rank 0's.
 TEST_F(TrainerE2E, EveryRankTrainsInRankZerosAutoPrecision) {
-  const bool fast_bf16 = auto_trains_in_fp32();
   const std::string sets = "--set train.max_steps=3 --set eval.interval=0 ";
-  ASSERT_EQ(
-      run(mpirun(2) + MOELAB_TEST_HOOKS + " --hook-bf16-speedup=0:" + (fast_bf16 ? "4" : "0.25") +
-          " train " + (kRoot / "tiny.toml").string() + " --out " + (kRoot / "agreed").string() +
-          " " + sets + "--set train.precision=auto"),
-      0)
-      << last_log();
-  const std::string precision = read_json(kRoot / "agreed" / "run.json").at("precision");
-  EXPECT_EQ(precision, fast_bf16 ? "bf16" : "fp32");
-  ASSERT_EQ(run(train("agreed_explicit", sets + "--set train.precision=" + precision, 2)), 0)
-      << last_log();
-  expect_close(train_losses(kRoot / "agreed"), train_losses(kRoot / "agreed_explicit"), 1e-6);
+  for (const auto& [rank0, rank1, agreed] :
+       {std::tuple{"4", "0.25", "bf16"}, std::tuple{"0.25", "4", "fp32"}}) {
+    SCOPED_TRACE(agreed);
+    const std::string hooks =
+        std::string(" --hook-bf16-speedup=0:") + rank0 + " --hook-bf16-speedup=1:" + rank1;
+    fs::remove_all(kRoot / "agreed");
+    ASSERT_EQ(
+        run(mpirun(2) + MOELAB_TEST_HOOKS + hooks + " train " + (kRoot / "tiny.toml").string() +
+            " --out " + (kRoot / "agreed").string() + " " + sets + "--set train.precision=auto"),
+        0)
+        << last_log();
+    EXPECT_EQ(read_json(kRoot / "agreed" / "run.json").at("precision"), agreed);
+    const std::string explicit_run = std::string("agreed_") + agreed;
+    ASSERT_EQ(run(train(explicit_run, sets + "--set train.precision=" + agreed, 2)), 0)
+        << last_log();
+    expect_close(train_losses(kRoot / "agreed"), train_losses(kRoot / explicit_run), 1e-6);
+  }
 }
 
 // train.expert_gemm = "auto": the path is measured, logged, recorded in run.json
