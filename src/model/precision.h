@@ -36,9 +36,9 @@ struct MatmulRates {
 
 // This process's CPU matmul rates at its current threads (a run sets
 // train.threads first: bf16 and fp32 need not scale alike): 512 x 512 products,
-// bf16 and fp32 in turn, 24 rounds (cpu_matmul_flops_in_turn; a tenth of a
-// second on a CPU whose fp32 runs at 300 GFLOP/s), measured once, on first
-// use.
+// bf16 and fp32 in turn, the median of 24 rounds (cpu_matmul_flops_in_turn; a
+// tenth of a second on a CPU whose fp32 runs at 300 GFLOP/s), measured once,
+// on first use.
 MatmulRates cpu_matmul_rates();
 
 // bf16 rounds every matmul's inputs: "auto" takes it on a CPU only where its

@@ -63,22 +63,28 @@ std::vector<double> cpu_matmul_flops_in_turn(const std::vector<torch::ScalarType
   }
   const Stopwatch since_start;
   std::vector<double> flops =
-      best_seconds_in_turn(products, rounds, [&] { return since_start.seconds(); });
+      median_seconds_in_turn(products, rounds, [&] { return since_start.seconds(); });
   for (double& seconds : flops) seconds = 2.0 * static_cast<double>(n) * n * n / seconds;
   return flops;
 }
 
-std::vector<double> best_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
-                                         int rounds, const std::function<double()>& clock) {
-  std::vector<double> best(tasks.size(), std::numeric_limits<double>::infinity());
+std::vector<double> median_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
+                                           int rounds, const std::function<double()>& clock) {
+  std::vector<std::vector<double>> seconds(tasks.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < tasks.size(); ++i) {
       const double start = clock();
       tasks[i]();
-      best[i] = std::min(best[i], clock() - start);
+      seconds[i].push_back(clock() - start);
     }
   }
-  return best;
+  std::vector<double> medians;
+  for (auto& times : seconds) {
+    const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+    std::nth_element(times.begin(), middle, times.end());
+    medians.push_back(*middle);
+  }
+  return medians;
 }
 
 }  // namespace moelab

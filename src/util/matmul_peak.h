@@ -23,18 +23,20 @@ double matmul_peak_flops(torch::ScalarType dtype, int threads,
                          int64_t max_size = 0, double seconds_per_size = 0.15);
 
 // The FLOP/s of n x n products on the CPU in each of `dtypes`, at the current
-// threads, measured in turn (best_seconds_in_turn): what weighs one dtype
+// threads, measured in turn (median_seconds_in_turn): what weighs one dtype
 // against another, whose ratio holds on a machine that other work slows at
 // times, where timing one dtype after the other does not.
 std::vector<double> cpu_matmul_flops_in_turn(const std::vector<torch::ScalarType>& dtypes,
                                              int64_t n, int rounds);
 
-// The best seconds of each of `tasks` run in turn, one run of each per round
+// The median seconds of each of `tasks` run in turn, one run of each per round
 // for `rounds` rounds, timed by `clock` (seconds). Load that comes and goes
-// then slows each task in some rounds and no task in every round, so each
-// keeps a quiet time; one task's runs all together could all fall in the
-// load.
-std::vector<double> best_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
-                                         int rounds, const std::function<double()>& clock);
+// then slows each task in some rounds, and the median is a quiet round's;
+// load that stays slows every task alike, or (where the scheduler, not the
+// work, sets the time: a timeslice lost at each product's barrier) makes them
+// alike, which weighs neither dtype above the other. A best time would not:
+// one task spared by the load in one round then looks faster than it is.
+std::vector<double> median_seconds_in_turn(const std::vector<std::function<void()>>& tasks,
+                                           int rounds, const std::function<double()>& clock);
 
 }  // namespace moelab

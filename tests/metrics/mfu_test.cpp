@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "config/param_count.h"
 #include "util/matmul_peak.h"
@@ -96,19 +98,46 @@ TEST(Mfu, MeasuredPeakIsPlausible) {
   }
 }
 
-// Two tasks of 1 s and 2 s on a fake clock; from t = 4 s on, other work slows
-// everything tenfold (as a test suite starting beside a run does). In turn,
-// each task has a quiet run before the load arrives; the first task's four
-// runs and then the second's would time the second only under load (20 s).
-TEST(MatmulPeak, TasksInTurnEachKeepAQuietTimeWhenLoadArrivesPartWay) {
+// Two tasks of 1 s and 2 s quiet on a fake clock, run in turn for five rounds;
+// `seconds(task, round, quiet)` says how long each run takes under the load.
+std::vector<double> medians_under(const std::function<double(int, int, double)>& seconds) {
   double now = 0;
-  const auto task = [&](double quiet_seconds) {
-    return [&now, quiet_seconds] { now += now >= 4 ? 10 * quiet_seconds : quiet_seconds; };
+  int round = 0;
+  const auto task = [&](int index, double quiet) {
+    return [&, index, quiet] {
+      now += seconds(index, round, quiet);
+      if (index == 1) ++round;
+    };
   };
-  const auto best = best_seconds_in_turn({task(1), task(2)}, 4, [&] { return now; });
-  ASSERT_EQ(best.size(), 2u);
-  EXPECT_DOUBLE_EQ(best[0], 1);
-  EXPECT_DOUBLE_EQ(best[1], 2);
+  return median_seconds_in_turn({task(0, 1), task(1, 2)}, 5, [&] { return now; });
+}
+
+// Load in two rounds of five (a test suite starting beside a run, then
+// ending): each task's median is a quiet run.
+TEST(MatmulPeak, TasksInTurnKeepTheirQuietTimesUnderLoadThatComesAndGoes) {
+  const auto medians = medians_under(
+      [](int, int round, double quiet) { return round == 1 || round == 3 ? 10 * quiet : quiet; });
+  EXPECT_DOUBLE_EQ(medians[0], 1);
+  EXPECT_DOUBLE_EQ(medians[1], 2);
+}
+
+// Load from the second round on that slows everything tenfold: the medians
+// are slowed alike, and their ratio holds.
+TEST(MatmulPeak, TasksInTurnKeepTheirRatioUnderLoadThatStays) {
+  const auto medians =
+      medians_under([](int, int round, double quiet) { return round >= 1 ? 10 * quiet : quiet; });
+  EXPECT_DOUBLE_EQ(medians[1] / medians[0], 2);
+}
+
+// Load where the scheduler sets the time (each run waits out 5 s of others'
+// work, whatever its own), except one run of the slower task that it spares:
+// that task must not look faster than the other (a best time would make it
+// 2.5 times as fast).
+TEST(MatmulPeak, ALoadThatSparesOneRunDoesNotMakeItsTaskLookFaster) {
+  const auto medians = medians_under(
+      [](int task, int round, double quiet) { return task == 1 && round == 2 ? quiet : 5.0; });
+  EXPECT_DOUBLE_EQ(medians[0], 5);
+  EXPECT_DOUBLE_EQ(medians[1], 5);
 }
 
 TEST(MatmulPeak, FlopsInTurnArePlausibleForEachDtype) {
