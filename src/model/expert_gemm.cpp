@@ -13,6 +13,7 @@
 
 #include "kernels/grouped_matmul.h"
 #include "model/experts.h"
+#include "util/median.h"
 
 namespace moelab {
 namespace {
@@ -58,11 +59,6 @@ DispatchedTokens routed_rows(const ExpertShape& shape, int64_t mean, std::mt1993
   dispatched.tokens =
       torch::randn({rows, shape.d_model}, values).to(shape.device, shape.dtype).requires_grad_();
   return dispatched;
-}
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace

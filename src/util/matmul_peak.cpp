@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/median.h"
 #include "util/stopwatch.h"
 
 namespace moelab {
@@ -79,11 +80,7 @@ std::vector<double> median_seconds_in_turn(const std::vector<std::function<void(
     }
   }
   std::vector<double> medians;
-  for (auto& times : seconds) {
-    const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
-    std::nth_element(times.begin(), middle, times.end());
-    medians.push_back(*middle);
-  }
+  for (const auto& times : seconds) medians.push_back(median(times));
   return medians;
 }
 
