@@ -13,6 +13,7 @@
 // bench_model --batch 128          128 sequences per step instead of 16
 // bench_model --d-model 128 --vocab 1024 --seq 128    configs/moe-small.toml's model
 // bench_model --profile 25         also the 25 operators with the most self time per step
+// bench_model --experts 4 --top-k 2 --ffn 256 --in-turn-with 64:8:64   two shapes, steps in turn
 // bench_model --set model.attention=mla --set model.kv_lora_rank=64 ...   any config key
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,7 +24,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,7 @@
 #include "util/allocator.h"
 #include "util/error.h"
 #include "util/matmul_peak.h"
+#include "util/median.h"
 #include "util/memory.h"
 #include "util/peak_memory.h"
 #include "util/stopwatch.h"
@@ -139,52 +143,104 @@ void choose_path(const Config& cfg, TransformerImpl& model, int64_t tokens,
   }
 }
 
-// `precision`: as requested (the label says what "auto" ran).
-void bench(const Config& cfg, const std::string& precision, int steps, int64_t batch,
-           const torch::Device& device, double peak, int profile_top) {
-  const int64_t seq = cfg.model.seq_len, tokens = batch * seq;
-  PeakMemory peak_memory(device);  // the device's allocator on CUDA, the resident set on a CPU
-  peak_memory.reset();
-  Transformer model(model_settings(cfg));
-  model->to(device);
-  choose_path(cfg, *model, tokens, device);
-  NamedParams params;
-  for (auto& np : model->named_parameters()) params.emplace_back(np.key(), np.value());
-  auto optimizer = make_adamw(params, cfg.optim);
-  const auto ids = torch::TensorOptions(torch::kLong).device(device);
-  const auto input = torch::randint(0, cfg.model.vocab_size, {batch, seq}, ids);
-  const auto targets = torch::randint(0, cfg.model.vocab_size, {batch, seq}, ids);
-  // GPU kernels run asynchronously: each timed part ends when its kernels have.
-  const auto wait = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize();
-  };
+// One shape's model, AdamW state and batch, stepped when asked: several runs
+// can take their steps in turn in one process. Each timed step's parts and
+// forward phases add to the run's own sums.
+class ShapeRun {
+ public:
+  ShapeRun(const Config& cfg, const Shape& shape, int64_t batch, const torch::Device& device)
+      : cfg_(cfg),
+        shape_(shape),
+        device_(device),
+        tokens_(batch * cfg.model.seq_len),
+        model_(model_settings(cfg)) {
+    model_->to(device);
+    choose_path(cfg, *model_, tokens_, device);
+    NamedParams params;
+    for (auto& np : model_->named_parameters()) params.emplace_back(np.key(), np.value());
+    optimizer_ = make_adamw(params, cfg.optim);
+    const auto ids = torch::TensorOptions(torch::kLong).device(device);
+    input_ = torch::randint(0, cfg.model.vocab_size, {batch, cfg.model.seq_len}, ids);
+    targets_ = torch::randint(0, cfg.model.vocab_size, {batch, cfg.model.seq_len}, ids);
+  }
 
-  double seconds[4] = {0, 0, 0, 0};  // forward, loss, backward, optimizer
-  auto step = [&](bool timed) {
-    optimizer->zero_grad();
+  // One training step; the seconds it took. An untimed one warms the
+  // allocator, oneDNN's kernels and the optimizer state.
+  double step(bool timed) {
+    optimizer_->zero_grad();
+    PhaseTimer::reset();
     PhaseTimer::enable(timed);
     double part[4];
     Stopwatch watch;
-    const auto out = model->forward(input, targets);  // the head's phase holds the fused loss
-    wait();
-    part[0] = watch.lap() / 1e3;
+    const auto out = model_->forward(input_, targets_);  // the head's phase holds the fused loss
+    part[0] = lap(watch);
     const auto loss = out.lm_loss + out.aux_loss + out.z_loss;
-    wait();
-    part[1] = watch.lap() / 1e3;
+    part[1] = lap(watch);
     loss.backward();
-    wait();
-    part[2] = watch.lap() / 1e3;
-    optimizer->step();
-    wait();
-    part[3] = watch.lap() / 1e3;
+    part[2] = lap(watch);
+    optimizer_->step();
+    part[3] = lap(watch);
     PhaseTimer::enable(false);
-    if (timed) {
-      for (int i = 0; i < 4; ++i) seconds[i] += part[i];
+    const double total = part[0] + part[1] + part[2] + part[3];
+    if (!timed) return total;
+    ++timed_steps_;
+    for (int i = 0; i < 4; ++i) seconds_[i] += part[i];
+    for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
+      phase_seconds_[p] += PhaseTimer::seconds(static_cast<Phase>(p));
     }
-  };
-  step(false);  // warm-up: allocator, oneDNN kernels, optimizer state
-  step(false);
-  PhaseTimer::reset();
+    return total;
+  }
+
+  // Tokens/s, MFU against `peak` and the phases per step, over the timed steps.
+  void report(const std::string& precision, double peak, PeakMemory& peak_memory) const {
+    const double steps = timed_steps_;
+    const double step_s = (seconds_[0] + seconds_[1] + seconds_[2] + seconds_[3]) / steps;
+    const double flops = model_flops_per_token(cfg_) * tokens_;
+    const std::string ran = choice_name(resolve_precision(cfg_.train.precision, device_).precision);
+    const std::string label = precision == ran ? precision : precision + ":" + ran;
+    fmt::print(
+        "{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step, "
+        "{:.3f}M params, peak {:.0f} MiB)\n",
+        shape_name(shape_), label, tokens_ / step_s, step_s, 100 * flops / step_s / peak,
+        flops / 1e9, count_params(cfg_).total / 1e6, peak_memory.peak_mib());
+    std::string phases;
+    for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
+      const double s = phase_seconds_[p] / steps;
+      if (s > 0) phases += fmt::format(" {}={:.0f}", phase_name(static_cast<Phase>(p)), 1e3 * s);
+    }
+    fmt::print("    ms/step: forward={:.0f} [{} ] loss={:.0f} backward={:.0f} optimizer={:.0f}\n",
+               1e3 * seconds_[0] / steps, phases, 1e3 * seconds_[1] / steps,
+               1e3 * seconds_[2] / steps, 1e3 * seconds_[3] / steps);
+  }
+
+ private:
+  // GPU kernels run asynchronously: each timed part ends when its kernels have.
+  double lap(Stopwatch& watch) const {
+    if (device_.is_cuda()) torch::cuda::synchronize();
+    return watch.lap() / 1e3;
+  }
+
+  Config cfg_;
+  Shape shape_;
+  torch::Device device_;
+  int64_t tokens_;
+  Transformer model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  torch::Tensor input_, targets_;
+  int timed_steps_ = 0;
+  double seconds_[4] = {0, 0, 0, 0};  // forward, loss, backward, optimizer
+  double phase_seconds_[static_cast<int>(Phase::kCount)] = {};
+};
+
+// One shape, one precision: two warm-up steps, then `steps` timed ones.
+// `precision`: as requested (the label says what "auto" ran).
+void bench(const Config& cfg, const Shape& shape, const std::string& precision, int steps,
+           int64_t batch, const torch::Device& device, double peak, int profile_top) {
+  PeakMemory peak_memory(device);  // the device's allocator on CUDA, the resident set on a CPU
+  peak_memory.reset();
+  ShapeRun run(cfg, shape, batch, device);
+  run.step(false);
+  run.step(false);
   if (profile_top > 0) {
     const torch::profiler::impl::ProfilerConfig config(
         torch::profiler::impl::ProfilerState::KINETO);
@@ -193,30 +249,77 @@ void bench(const Config& cfg, const std::string& precision, int steps, int64_t b
     profiler::prepareProfiler(config, cpu);  // Kineto must be set up before it starts
     profiler::enableProfiler(config, cpu);
   }
-  for (int i = 0; i < steps; ++i) step(true);
+  for (int i = 0; i < steps; ++i) run.step(true);
   std::unique_ptr<profiler::ProfilerResult> profile;
   if (profile_top > 0) profile = profiler::disableProfiler();
-
-  const double step_s = (seconds[0] + seconds[1] + seconds[2] + seconds[3]) / steps;
-  const double flops = model_flops_per_token(cfg) * tokens;
-  const std::string ran = choice_name(resolve_precision(cfg.train.precision, device).precision);
-  const std::string label = precision == ran ? precision : precision + ":" + ran;
-  const Shape shape{cfg.moe.enabled ? cfg.moe.num_experts : 0, cfg.moe.top_k,
-                    cfg.moe.enabled ? cfg.moe.d_expert : cfg.model.d_ff};
-  fmt::print(
-      "{:<18} {:<9} {:>9.0f} tok/s  {:>6.3f} s/step  MFU {:>5.1f}%  ({:.1f} GFLOP/step, {:.3f}M "
-      "params, peak {:.0f} MiB)\n",
-      shape_name(shape), label, tokens / step_s, step_s, 100 * flops / step_s / peak, flops / 1e9,
-      count_params(cfg).total / 1e6, peak_memory.peak_mib());
-  std::string phases;
-  for (int p = 0; p < static_cast<int>(Phase::kCount); ++p) {
-    const double s = PhaseTimer::seconds(static_cast<Phase>(p)) / steps;
-    if (s > 0) phases += fmt::format(" {}={:.0f}", phase_name(static_cast<Phase>(p)), 1e3 * s);
-  }
-  fmt::print("    ms/step: forward={:.0f} [{} ] loss={:.0f} backward={:.0f} optimizer={:.0f}\n",
-             1e3 * seconds[0] / steps, phases, 1e3 * seconds[1] / steps, 1e3 * seconds[2] / steps,
-             1e3 * seconds[3] / steps);
+  run.report(precision, peak, peak_memory);
   if (profile) print_op_profile(profile->events(), steps, profile_top);
+}
+
+// Two shapes in one precision, their timed steps in turn (the first shape's
+// first in odd rounds, the second's in even ones): a CPU whose speed drifts
+// from one run to the next (another tenant, the clock) slows both alike, so
+// their ratio holds where two separate runs' would not. Prints both rows, then
+// the second's tokens/s over the first's: the median of the rounds' ratios,
+// their range, and the ratio of the totals.
+void bench_in_turn(const Config& first_cfg, const Shape& first, const Config& second_cfg,
+                   const Shape& second, const std::string& precision, int steps, int64_t batch,
+                   const torch::Device& device, double peak) {
+  PeakMemory peak_memory(device);  // both models' together
+  peak_memory.reset();
+  ShapeRun a(first_cfg, first, batch, device), b(second_cfg, second, batch, device);
+  for (ShapeRun* run : {&a, &b}) {
+    run->step(false);
+    run->step(false);
+  }
+  std::vector<double> ratios;  // a's seconds over b's: b's tokens/s over a's
+  double a_total = 0, b_total = 0;
+  for (int i = 0; i < steps; ++i) {
+    double a_s, b_s;
+    if (i % 2 == 0) {
+      a_s = a.step(true);
+      b_s = b.step(true);
+    } else {
+      b_s = b.step(true);
+      a_s = a.step(true);
+    }
+    ratios.push_back(a_s / b_s);
+    a_total += a_s;
+    b_total += b_s;
+  }
+  a.report(precision, peak, peak_memory);
+  b.report(precision, peak, peak_memory);
+  const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+  fmt::print(
+      "in turn: {} / {} tok/s {:.3f} (median of {} rounds, range {:.3f}-{:.3f}; totals {:.3f})\n",
+      shape_name(second), shape_name(first), median(ratios), steps, *low, *high, a_total / b_total);
+}
+
+// "experts:top-k:ffn", e.g. 64:8:64.
+Shape parse_shape(const std::string& text) {
+  Shape shape;
+  char colon1 = 0, colon2 = 0;
+  std::istringstream in(text);
+  in >> shape.experts >> colon1 >> shape.top_k >> colon2 >> shape.ffn;
+  if (!in || !in.eof() || colon1 != ':' || colon2 != ':' || shape.experts < 0 || shape.top_k < 1 ||
+      shape.ffn < 1) {
+    throw InputError("--in-turn-with: expected experts:top-k:ffn (e.g. 64:8:64), got \"" + text +
+                     "\"");
+  }
+  return shape;
+}
+
+// --in-turn-with's shape, if given (--profile times one shape alone).
+std::optional<Shape> second_shape(const std::string& in_turn_with, int profile_top) {
+  if (in_turn_with.empty()) return std::nullopt;
+  if (profile_top > 0) throw InputError("--profile times one shape: leave out --in-turn-with");
+  return parse_shape(in_turn_with);
+}
+
+// Bad input: exit 2, saying what.
+int refused(const InputError& e) {
+  fmt::print(stderr, "bench_model: {}\n", e.what());
+  return 2;
 }
 
 }  // namespace
@@ -258,7 +361,18 @@ int main(int argc, char** argv) {
                  "print the N operators with the most self time (the profiler slows the step)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--set", overrides, "a config key=value for every shape (repeatable)");
+  std::string in_turn_with;
+  app.add_option("--in-turn-with", in_turn_with,
+                 "a second shape, experts:top-k:ffn (e.g. 64:8:64), whose steps alternate with "
+                 "the one shape's; prints its tokens/s over the first's")
+      ->needs(experts);
   CLI11_PARSE(app, argc, argv);
+  std::optional<moelab::Shape> second;
+  try {
+    second = moelab::second_shape(in_turn_with, profile_top);
+  } catch (const moelab::InputError& e) {
+    return moelab::refused(e);
+  }
 
   const torch::Device device(device_name);
   torch::set_num_threads(threads);
@@ -276,22 +390,26 @@ int main(int argc, char** argv) {
   if (!overrides.empty()) fmt::print("config overrides: {}\n", fmt::join(overrides, " "));
   std::vector<moelab::Shape> shapes = {{0, 2, 1024}, {4, 2, 512}};
   if (*experts) shapes = {one};
-  for (const auto& shape : shapes) {
-    for (const auto& precision : precisions) {
-      const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
-      const bool bf16 =
-          moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
-      try {
-        const auto cfg =
-            moelab::bench_config(shape, dims, precision,
-                                 *moelab::parse_choice<moelab::ExpertGemm>(expert_gemm), overrides);
-        moelab::bench(cfg, precision, steps, batch, device, bf16 ? peak_bf16 : peak_fp32,
-                      profile_top);
-      } catch (const moelab::InputError& e) {
-        fmt::print(stderr, "bench_model: {}\n", e.what());
-        return 2;
+  try {
+    for (const auto& shape : shapes) {
+      for (const auto& precision : precisions) {
+        const auto requested = *moelab::parse_choice<moelab::Precision>(precision);
+        const bool bf16 =
+            moelab::resolve_precision(requested, device).precision == moelab::Precision::kBf16;
+        const double peak = bf16 ? peak_bf16 : peak_fp32;
+        const auto path = *moelab::parse_choice<moelab::ExpertGemm>(expert_gemm);
+        const auto cfg = moelab::bench_config(shape, dims, precision, path, overrides);
+        if (second) {
+          moelab::bench_in_turn(cfg, shape,
+                                moelab::bench_config(*second, dims, precision, path, overrides),
+                                *second, precision, steps, batch, device, peak);
+        } else {
+          moelab::bench(cfg, shape, precision, steps, batch, device, peak, profile_top);
+        }
       }
     }
+  } catch (const moelab::InputError& e) {
+    return moelab::refused(e);
   }
   fmt::print("peak resident memory {:.0f} MiB\n", moelab::peak_resident_mib());
   return 0;

@@ -40,13 +40,12 @@ bench_machine_header() {  # bench_model options...
   if [[ " $* " == *" cuda "* ]]; then bench_gpu; else bench_cpu; fi
 }
 
-# The median of its arguments (numbers; of an even count, the mean of the two
-# middle ones).
-bench_median() {
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'
+# Each tokens/s figure of bench_model's output (stdin), a line each.
+each_tokens_per_s() {
+  sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p'
 }
 
 # The first tokens/s figure of bench_model's output (stdin).
 tokens_per_s() {
-  sed -n 's/.* \([0-9][0-9]*\) tok\/s.*/\1/p' | head -n 1
+  each_tokens_per_s | head -n 1
 }

@@ -2,8 +2,7 @@
 # Checks bench/lib.sh, the pieces the bench/ scripts share: their arguments'
 # defaults and overrides, the exit 2 naming a binary the build lacks (from the
 # library and from a script that uses it), the machine line, the tokens/s
-# figure read from bench_model's output, the median of rounds, and
-# granularity.sh's rounds. Exits 0 when all pass, 1 when one fails.
+# figures read from bench_model's output, and granularity.sh's table. Exits 0 when all pass, 1 when one fails.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,40 +78,33 @@ moe 64x128 top8    fp32         123456 tok/s   0.033 s/step  MFU   2.0%  (141.9 
 peak resident memory 1208 MiB'
 first_figure() { [[ $(tokens_per_s <<<"$bench_model_output") == 9047 ]]; }
 check "tokens_per_s: 9047 from bench_model's first result" first_figure
+every_figure() { [[ $(each_tokens_per_s <<<"$bench_model_output" | tr '\n' ' ') == "9047 123456 " ]]; }
+check "each_tokens_per_s: both results' figures, in order" every_figure
 
-# --- the median of several rounds' figures
-median_is() {  # WANT, then the figures
-  local want=$1
-  shift
-  [[ $(bench_median "$@") == "$want" ]]
-}
-check "bench_median: the middle of an odd count" median_is 0.8 0.9 0.7 0.8
-check "bench_median: the mean of the middle two of an even count" median_is 15 40 10 20 5
-check "bench_median: one figure" median_is 3 3
-
-# --- granularity.sh's rounds, against a stub bench_model that logs its
-# --experts and gives the coarse model 1000 tok/s, the fine one 800, 900 and
-# 400 in turn: coarse first in odd rounds, fine first in even ones; the median
-# ratio and the range of the rounds'
+# --- granularity.sh: one bench_model run a pair and precision, the fine model
+# in turn with the coarse one, against a stub that logs its arguments and
+# prints two rows and its "in turn" line; the table takes each row's tokens/s,
+# the median ratio, the range and the totals' ratio
 cat >"$work/built/bin/bench_model" <<STUB
 #!/bin/bash
-experts=\$(sed -n 's/.*--experts \([0-9]*\).*/\1/p' <<<"\$*")
-echo "\$experts" >>"$work/experts.log"
-if [[ \$experts == 4 ]]; then figure=1000; else
-  count=\$(grep -c 64 "$work/experts.log")
-  figure=\$(((count - 1) % 3 == 0 ? 800 : (count - 1) % 3 == 1 ? 900 : 400))
-fi
-echo "moe x fp32 \$figure tok/s"
+echo "\$*" >>"$work/args.log"
+echo "moe 4x512 top2     fp32          1000 tok/s   0.1 s/step"
+echo "moe 64x128 top8    fp32           800 tok/s   0.1 s/step"
+echo "in turn: moe 64x128 top8 / moe 4x512 top2 tok/s 0.812 (median of 1 rounds, range 0.700-0.900; totals 0.805)"
 STUB
-granularity_rounds() {
+granularity_in_turn() {
   local out
-  out=$(MOELAB_BUILD_DIR=$work/built GRANULARITY_ROUNDS=3 PATH=$work/path:$PATH \
-    "$here/../../bench/granularity.sh" 1 1)
+  out=$(MOELAB_BUILD_DIR=$work/built PATH=$work/path:$PATH "$here/../../bench/granularity.sh" 1 1)
   echo "$out" | sed 's/^/  /'
-  [[ $(head -n 6 "$work/experts.log" | tr '\n' ' ') == "4 64 64 4 4 64 " ]] &&
-    grep -q -E '^reference +fp32 +4x512 1000 +64x128 800 +0.80x  0.40-0.90$' <<<"$out"
+  [[ $(wc -l <"$work/args.log") == 4 ]] &&
+    grep -q -E -- '--experts 4 --top-k 2 --ffn 512 --in-turn-with 64:8:128 --precision fp32' \
+      "$work/args.log" &&
+    grep -q -E -- '--ffn 256 --in-turn-with 64:8:64 --precision auto --d-model 128' \
+      "$work/args.log" &&
+    grep -q -E '^reference +fp32 +4x512 1000 +64x128 800 +0.812x  0.700-0.900, 0.805$' <<<"$out"
 }
-check "granularity.sh: rounds in alternating order, median ratio and range" granularity_rounds
+check "granularity.sh: each pair in turn in one run; median ratio, range and totals" \
+  granularity_in_turn
 
 echo "bench lib_test: $passed passed, $failed failed"
 ((failed == 0))
