@@ -93,10 +93,8 @@ constexpr int64_t kReductionPass = 128;
 
 // Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
 // blocks (blocks_of); a block's B panel stays in cache across its row tiles.
-// carry_on (fp32 c only): add to the sums c holds, as a further pass would.
 template <typename In, typename Out, typename Table>
-void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Table& tiles,
-               bool carry_on = false) {
+void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Table& tiles) {
   const auto blocks = blocks_of(gemms, n, kBlockRows, kBlockCols);
   at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -112,7 +110,7 @@ void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Ta
           const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
           tiles[rows - 1][vectors - 1](g.a + r * g.row_step + p * g.k_step, g.row_step, g.k_step,
                                        g.b + p * n + blk.col, steps, g.c + r * n + blk.col, n,
-                                       carry_on || p > 0);
+                                       p > 0);
         }
       }
     }

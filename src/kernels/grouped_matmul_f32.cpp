@@ -102,43 +102,33 @@ torch::Tensor joined_rows(at::TensorList parts) {
   return b;
 }
 
-// y[rows, N] (+)= group g's columns [column, column + K) of x[rows, x_cols]
-// times b[g] (contiguous [E, K, N]); carry_on adds to the sums y holds.
-void gemms_into(torch::Tensor& y, const torch::Tensor& x, int64_t column, const torch::Tensor& b,
-                const std::vector<int64_t>& counts, bool carry_on) {
-  const int64_t k = b.size(1), n = b.size(2), x_cols = x.size(1);
+// y[rows, N] = group g's rows of x[rows, K] (contiguous) times b[g]
+// (contiguous [E, K, N]).
+torch::Tensor grouped_gemms(const torch::Tensor& x, const torch::Tensor& b,
+                            const std::vector<int64_t>& counts) {
+  const int64_t k = b.size(1), n = b.size(2);
+  auto y = torch::empty({x.size(0), n}, x.options());
   const auto starts = grouped_gemm::group_starts(counts);
   std::vector<Gemm32> gemms;
   for (size_t g = 0; g < counts.size(); ++g) {
-    gemms.push_back({x.data_ptr<float>() + starts[g] * x_cols + column, x_cols, 1, counts[g], k,
+    gemms.push_back({x.data_ptr<float>() + starts[g] * k, k, 1, counts[g], k,
                      b.data_ptr<float>() + static_cast<int64_t>(g) * k * n,
                      y.data_ptr<float>() + starts[g] * n});
   }
-  grouped_gemm::run_tiles(gemms, n, f32_tiles, carry_on);
-}
-
-// y[rows, N] = group g's rows of x[rows, K] (contiguous) times b[g]
-// (contiguous [E, K, N]).
-torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& b,
-                             const std::vector<int64_t>& counts) {
-  auto y = torch::empty({x.size(0), b.size(2)}, x.options());
-  gemms_into(y, x, 0, b, counts, false);
+  grouped_gemm::run_tiles(gemms, n, f32_tiles);
   return y;
 }
 
-// dx = dy times the parts' transposes [E, N_i, K] stacked along N (for the
-// experts' gate and up, their stacks as they are): each part's columns of dy
-// times its stack, each part carrying on from the sums the last left in dx,
-// so that each element is one FMA chain in order, as over the joined weight.
+// dx = dy times the parts' transposes [E, N_i, K] (for the experts' gate and
+// up, their stacks as they are) joined along N into one [E, N, K]: one
+// reduction over all of dy's columns, where a pass per part would read and
+// write dx again for each further part.
 torch::Tensor input_grad_kernel(const torch::Tensor& dy, at::TensorList parts,
                                 const std::vector<int64_t>& counts) {
-  auto dx = torch::empty({dy.size(0), parts.front().size(1)}, dy.options());
-  int64_t column = 0;  // of dy: the part's first
-  for (const auto& w : parts) {
-    gemms_into(dx, dy, column, w.transpose(1, 2).contiguous(), counts, column > 0);
-    column += w.size(2);
-  }
-  return dx;
+  std::vector<torch::Tensor> stacks;
+  for (const auto& w : parts) stacks.push_back(w.transpose(1, 2));
+  const auto b = stacks.size() == 1 ? stacks.front().contiguous() : torch::cat(stacks, 1);
+  return grouped_gemms(dy, b, counts);
 }
 
 // The gradient of each part, dw_i[g] = x_g^T dy_g over the part's columns of
@@ -177,7 +167,7 @@ class GroupedMatmulF32Function : public torch::autograd::Function<GroupedMatmulF
     saved.insert(saved.end(), parts.begin(), parts.end());
     ctx->save_for_backward(saved);
     ctx->saved_data["counts"] = counts;
-    return forward_kernel(x, joined_rows(parts), counts);
+    return grouped_gemms(x, joined_rows(parts), counts);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
