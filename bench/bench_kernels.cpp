@@ -3,7 +3,8 @@
 // (4096 tokens, d 256, 4 heads of 64, SwiGLU hidden 1024), in fp32 and bf16;
 // the grouped matmul at the fine-grained MoE's gate|up GEMM (64 experts of
 // width 128, top-8: 64 groups of 512 rows, 256 -> 256), in bf16 where this CPU
-// runs its kernel; a fine-grained layer's combine (2048 tokens, top-8, d 128).
+// runs its kernel, also with the rows routed 3:1 unevenly; a fine-grained
+// layer's combine (2048 tokens, top-8, d 128).
 // Then a fine-grained layer's routing (forward only, no gradient): the top-8 of
 // 64 experts for 2048 tokens (moe-small's batch), the sort of their 16384
 // assignments by expert and the statistics' counts; and its scores (the
@@ -95,6 +96,14 @@ void bench(c10::ScalarType dtype, int reps) {
                 reps));
     fmt::print("{:<10} {:<9} {:>9.0f} GFLOP/s\n", "", "",
                6.0 * experts * rows * d * width / ms / 1e6);
+    // The same rows routed unevenly, as a router early in training does: the
+    // first half of the experts 3 times the rows of the second half.
+    std::vector<int64_t> skewed(experts, rows / 2);
+    std::fill(skewed.begin(), skewed.begin() + experts / 2, 3 * rows / 2);
+    const double skewed_ms =
+        time_ms([&] { return grouped_matmul(x, w.transpose(1, 2), skewed); }, grad, reps);
+    fmt::print("{:<10} {:<9} {:>9.2f} ms with 3:1 skewed rows ({:.0f} GFLOP/s)\n", "", "",
+               skewed_ms, 6.0 * experts * rows * d * width / skewed_ms / 1e6);
     if (dtype == torch::kBFloat16 && grouped_matmul_has_amx()) {
       const double dot_ms = time_ms(
           [&] { return grouped_matmul(x, w.transpose(1, 2), counts, CpuTiles::kAvx512Dot); }, grad,

@@ -91,30 +91,73 @@ constexpr auto tile_table() {
 // would round them, so it takes the whole reduction in one pass.
 constexpr int64_t kReductionPass = 128;
 
-// Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
-// blocks (blocks_of); a block's B panel stays in cache across its row tiles.
-template <typename In, typename Out, typename Table>
-void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Table& tiles) {
-  const auto blocks = blocks_of(gemms, n, kBlockRows, kBlockCols);
-  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const Block& blk = blocks[i];
-      const TiledGemm<In, Out>& g = gemms[blk.gemm];
-      const int64_t row_end = std::min(blk.row + kBlockRows, g.rows);
-      const int64_t vectors = std::min(kBlockCols, n - blk.col) / 16;
-      const int64_t pass = std::is_same_v<Out, float> ? kReductionPass : std::max<int64_t>(g.k, 1);
-      // One pass at least: a GEMM over no reduction (a group without rows) writes zeros.
-      for (int64_t p = 0; p == 0 || p < g.k; p += pass) {
-        const int64_t steps = std::min(pass, g.k - p);
-        for (int64_t r = blk.row; r < row_end; r += kTileRows) {
-          const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
-          tiles[rows - 1][vectors - 1](g.a + r * g.row_step + p * g.k_step, g.row_step, g.k_step,
-                                       g.b + p * n + blk.col, steps, g.c + r * n + blk.col, n,
-                                       p > 0);
-        }
-      }
+// Where each of `parts` runs of blocks starts, and (last) where the blocks end:
+// runs of about equal work, each block in the run where its work starts
+// (work_before[i]: the work of the blocks before block i; its last entry, the
+// total).
+inline std::vector<std::size_t> balanced_runs(const std::vector<int64_t>& work_before,
+                                              int64_t parts) {
+  const int64_t total = work_before.back();
+  std::vector<std::size_t> starts;
+  for (int64_t p = 0; p < parts; ++p) {
+    const auto at = std::lower_bound(work_before.begin(), work_before.end() - 1, total * p / parts);
+    starts.push_back(static_cast<std::size_t>(at - work_before.begin()));
+  }
+  starts.push_back(work_before.size() - 1);
+  return starts;
+}
+
+// Every GEMM's blocks (blocks_of) in one parallel loop, each thread a run of
+// about equal work (a block's rows x columns x reduction steps), handed to
+// run(first, last). Equal counts of blocks would not do: a weight gradient
+// reduces over its expert's rows, and routing gives some experts several times
+// the rows of others.
+template <typename AnyGemm, typename Run>
+void parallel_over_blocks(const std::vector<AnyGemm>& gemms, int64_t n, int64_t rows, int64_t cols,
+                          const Run& run) {
+  const auto blocks = blocks_of(gemms, n, rows, cols);
+  if (blocks.empty()) return;
+  std::vector<int64_t> work_before(blocks.size() + 1, 0);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const Block& blk = blocks[i];
+    const auto& g = gemms[blk.gemm];
+    work_before[i + 1] = work_before[i] + std::min(rows, g.rows - blk.row) *
+                                              std::min(cols, n - blk.col) *
+                                              std::max<int64_t>(g.k, 1);
+  }
+  const auto starts = balanced_runs(
+      work_before, std::min<int64_t>(at::get_num_threads(), static_cast<int64_t>(blocks.size())));
+  at::parallel_for(0, static_cast<int64_t>(starts.size()) - 1, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      run(blocks.data() + starts[r], blocks.data() + starts[r + 1]);
     }
   });
+}
+
+// Every GEMM (all with n columns, a multiple of 16) in one parallel loop over
+// blocks; a block's B panel stays in cache across its row tiles.
+template <typename In, typename Out, typename Table>
+void run_tiles(const std::vector<TiledGemm<In, Out>>& gemms, int64_t n, const Table& tiles) {
+  parallel_over_blocks(
+      gemms, n, kBlockRows, kBlockCols, [&](const Block* first, const Block* last) {
+        for (const Block* blk = first; blk != last; ++blk) {
+          const TiledGemm<In, Out>& g = gemms[blk->gemm];
+          const int64_t row_end = std::min(blk->row + kBlockRows, g.rows);
+          const int64_t vectors = std::min(kBlockCols, n - blk->col) / 16;
+          const int64_t pass =
+              std::is_same_v<Out, float> ? kReductionPass : std::max<int64_t>(g.k, 1);
+          // One pass at least: a GEMM over no reduction (a group without rows) writes zeros.
+          for (int64_t p = 0; p == 0 || p < g.k; p += pass) {
+            const int64_t steps = std::min(pass, g.k - p);
+            for (int64_t r = blk->row; r < row_end; r += kTileRows) {
+              const int64_t rows = std::min<int64_t>(kTileRows, row_end - r);
+              tiles[rows - 1][vectors - 1](g.a + r * g.row_step + p * g.k_step, g.row_step,
+                                           g.k_step, g.b + p * n + blk->col, steps,
+                                           g.c + r * n + blk->col, n, p > 0);
+            }
+          }
+        }
+      });
 }
 
 // Group g's rows start at starts[g]; starts[E] is the row count.

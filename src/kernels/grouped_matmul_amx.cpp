@@ -143,14 +143,13 @@ bool amx_usable() {
 
 template <typename Out>
 void run_gemms_amx(const std::vector<TiledGemm<Word, Out>>& gemms, int64_t n) {
-  const auto blocks = blocks_of(gemms, n, kBlock, kBlock);
-  at::parallel_for(0, static_cast<int64_t>(blocks.size()), 1, [&](int64_t begin, int64_t end) {
+  parallel_over_blocks(gemms, n, kBlock, kBlock, [&](const Block* first, const Block* last) {
     configure_tiles();
     // A tile of the last rows of a GEMM, zero past them: a tile load reads 16
     // rows, and those past the last row may lie past the end of the buffer.
     std::vector<Word> spare;
-    for (int64_t i = begin; i < end; ++i) {
-      const Block& blk = blocks[i];
+    for (const Block* blk_at = first; blk_at != last; ++blk_at) {
+      const Block& blk = *blk_at;
       const TiledGemm<Word, Out>& g = gemms[blk.gemm];
       const int64_t row_end = std::min(blk.row + kBlock, g.rows);
       const int64_t col_end = std::min(blk.col + kBlock, n);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/grouped_gemm.h"
 #include "kernels/grouped_matmul.h"
 #include "kernels/linear_cross_entropy.h"
 #include "kernels/rms_norm.h"
@@ -466,6 +467,16 @@ TEST(GroupedMatmulTest, Fp32ReductionsOverSeveralPassesAreOneFmaChainInOrder) {
       [&](int64_t s, int64_t j) { return xa[s][j]; });
   EXPECT_TRUE(torch::equal(y.detach(), want_y));
   EXPECT_TRUE(torch::equal(w.grad()[0], want_dw_t.t()));
+}
+
+// The grouped GEMMs' blocks go to the threads in runs of about equal work, not
+// of equal count: four blocks of work 3 (an expert with three times the rows
+// of the next four, in a weight gradient) and four of work 1.
+TEST(GroupedMatmulTest, ThreadsTakeRunsOfBlocksOfEqualWorkNotEqualCount) {
+  const std::vector<int64_t> work_before = {0, 3, 6, 9, 12, 13, 14, 15, 16};
+  EXPECT_EQ(grouped_gemm::balanced_runs(work_before, 2), (std::vector<std::size_t>{0, 3, 8}));
+  EXPECT_EQ(grouped_gemm::balanced_runs(work_before, 4), (std::vector<std::size_t>{0, 2, 3, 4, 8}));
+  EXPECT_EQ(grouped_gemm::balanced_runs(work_before, 1), (std::vector<std::size_t>{0, 8}));
 }
 
 TEST(GroupedMatmulTest, CountsThatDoNotSumToTheRowsAreRefused) {
