@@ -25,8 +25,8 @@ struct UpcycleRequest {
   std::string out;
   UpcycleOptions upcycle;  // experts, granularity, reinit fraction, seed
   int64_t top_k = 2;
-  double router_init_std = -1;         // < 0: the model's init_std
-  std::vector<std::string> overrides;  // on the dense config (load_dense_checkpoint)
+  double router_init_std = -1;           // < 0: the model's init_std
+  std::vector<std::string> overrides{};  // on the dense config (load_dense_checkpoint)
 };
 
 struct ConvertRequest {
@@ -37,10 +37,10 @@ struct ConvertRequest {
   int64_t top_k = 4;
   int64_t cluster_iterations = 25;
   uint64_t seed = 0;
-  double router_init_std = -1;         // < 0: the model's init_std
-  DotOptions dot;                      // "dot": calibration settings (its experts, top_k,
-                                       // seed, cluster_iterations and router std are the above)
-  std::vector<std::string> overrides;  // on the dense config (load_dense_checkpoint)
+  double router_init_std = -1;           // < 0: the model's init_std
+  DotOptions dot;                        // "dot": calibration settings (its experts, top_k,
+                                         // seed, cluster_iterations and router std are the above)
+  std::vector<std::string> overrides{};  // on the dense config (load_dense_checkpoint)
 };
 
 // Each returns the weights' checkpoint folder; <out>/config.toml starts from it.

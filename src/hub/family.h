@@ -68,14 +68,14 @@ struct HubFamily {
   QkNorm qk_norm = QkNorm::kNone;   // none, per head (Qwen3) or over the projection (OLMoE)
   bool qkv_bias = false;            // q/k/v biases in every checkpoint (Qwen2)
   WindowKey window = WindowKey::kNone;
-  std::vector<std::string> refused_keys;  // set (not null) means a computation moelab lacks
-  std::vector<FixedKey> fixed_keys;       // written on export; another value refused on import
+  std::vector<std::string> refused_keys{};  // set (not null) means a computation moelab lacks
+  std::vector<FixedKey> fixed_keys{};       // written on export; another value refused on import
 
   // Feed-forward: a dense family has experts_key empty.
-  std::string experts_key;                        // "num_experts" | "num_local_experts"
-  std::string expert_width_key;                   // "moe_intermediate_size" | "intermediate_size"
-  std::string moe_module;                         // layer L's MoE is model.layers.L.<moe_module>
-  std::array<std::string, 3> expert_projections;  // an expert's gate, up, down
+  std::string experts_key{};                        // "num_experts" | "num_local_experts"
+  std::string expert_width_key{};                   // "moe_intermediate_size" | "intermediate_size"
+  std::string moe_module{};                         // layer L's MoE is model.layers.L.<moe_module>
+  std::array<std::string, 3> expert_projections{};  // an expert's gate, up, down
   TopkGate gate = TopkGate::kRenormalised;
   bool norm_topk_default = false;  // kKeyed: what an absent norm_topk_prob means
   SharedExperts shared = SharedExperts::kNone;

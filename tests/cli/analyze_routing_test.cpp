@@ -188,8 +188,8 @@ TEST_F(AnalyzeRouting, OverAStudyEachMoeRunAndTheMeanAndStdOverItsSeeds) {
             std::string::npos);
   EXPECT_NE(r.output.find("moe: JSD(main, other) mean over MoE layers "), std::string::npos)
       << r.output;
-  EXPECT_TRUE(fs::exists(out / "routing_jsd_moe.png") &&
-                  fs::exists(out / "moe/seed1/routing_experts.png") ||
+  EXPECT_TRUE((fs::exists(out / "routing_jsd_moe.png") &&
+               fs::exists(out / "moe/seed1/routing_experts.png")) ||
               r.output.find("skipping the plots") != std::string::npos)
       << r.output;
 }

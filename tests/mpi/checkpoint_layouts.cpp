@@ -166,9 +166,10 @@ TEST(DistributedCheckpoint, AFailedWriteOnOneRankEndsItEverywhereAndKeepsThePrev
   } catch (const SystemError& e) {
     const std::string text = e.what();
     EXPECT_NE(text.find("checkpoint at step 6 failed"), std::string::npos) << text;
-    if (rank != ranks - 1)
+    if (rank != ranks - 1) {
       EXPECT_NE(text.find("rank " + std::to_string(ranks - 1) + " reported"), std::string::npos)
           << text;
+    }
   }
   EXPECT_EQ(checkpoint_folders(dir.str()), std::vector<std::string>{checkpoint_dir(dir.str(), 3)});
   EXPECT_FALSE(fs::exists(checkpoint_tmp_dir(dir.str(), 6)));
