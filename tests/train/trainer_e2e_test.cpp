@@ -86,8 +86,15 @@ class TrainerE2E : public ::testing::Test {
 
   static std::string train(const std::string& out, const std::string& sets, int ranks = 1,
                            const std::string& config = "tiny.toml") {
-    return (ranks > 1 ? mpirun(ranks) : std::string()) + MOELAB_BINARY + " train " +
-           (kRoot / config).string() + " --out " + (kRoot / out).string() + " " + sets;
+    return train_command(MOELAB_BINARY, out, sets, ranks, config);
+  }
+
+  // The same run of moelab_test_hooks, with its `hooks` (e.g.
+  // "--hook-nonfinite-step=3") set.
+  static std::string hooked_train(const std::string& hooks, const std::string& out,
+                                  const std::string& sets, int ranks = 1) {
+    return train_command(std::string(MOELAB_TEST_HOOKS) + " " + hooks, out, sets, ranks,
+                         "tiny.toml");
   }
 
   // A one-rank run on a CPU that "auto" sees as native bf16 whose matmuls run
@@ -95,8 +102,14 @@ class TrainerE2E : public ::testing::Test {
   // not this machine's, and not moved by the load of tests running beside it.
   static std::string train_with_bf16_at(const std::string& speedup, const std::string& out,
                                         const std::string& sets) {
-    return std::string(MOELAB_TEST_HOOKS) + " --hook-bf16-speedup=0:" + speedup + " train " +
-           (kRoot / "tiny.toml").string() + " --out " + (kRoot / out).string() + " " + sets;
+    return hooked_train("--hook-bf16-speedup=0:" + speedup, out, sets);
+  }
+
+ private:
+  static std::string train_command(const std::string& binary, const std::string& out,
+                                   const std::string& sets, int ranks, const std::string& config) {
+    return (ranks > 1 ? mpirun(ranks) : std::string()) + binary + " train " +
+           (kRoot / config).string() + " --out " + (kRoot / out).string() + " " + sets;
   }
 };
 
@@ -179,10 +192,7 @@ TEST_F(TrainerE2E, NonfiniteStepIsSkippedEverywhereAndTheRunGoesOn) {
       "--set moe.enabled=true --set moe.balance=aux_free --set moe.aux_loss_coef=0 "
       "--set moe.bias_update_rate=0.05 --set train.max_steps=6 --set eval.interval=0 "
       "--set checkpoint.interval=1 --set checkpoint.keep=10";
-  ASSERT_EQ(run(std::string(MOELAB_TEST_HOOKS) + " --hook-nonfinite-step=3 train " +
-                (kRoot / "tiny.toml").string() + " --out " + (kRoot / "nan").string() + " " + sets),
-            0)
-      << last_log();
+  ASSERT_EQ(run(hooked_train("--hook-nonfinite-step=3", "nan", sets)), 0) << last_log();
   // The moelab binary has no hook: the variable its trainer once read does nothing.
   ASSERT_EQ(run("MOELAB_TEST_NONFINITE_STEP=3 " + train("clean", sets)), 0);
   std::ifstream in(kRoot / "nan" / "metrics.jsonl");
@@ -444,12 +454,9 @@ TEST_F(TrainerE2E, EveryRankTrainsInRankZerosAutoPrecision) {
        {std::tuple{"4", "0.25", "bf16"}, std::tuple{"0.25", "4", "fp32"}}) {
     SCOPED_TRACE(agreed);
     const std::string hooks =
-        std::string(" --hook-bf16-speedup=0:") + rank0 + " --hook-bf16-speedup=1:" + rank1;
+        std::string("--hook-bf16-speedup=0:") + rank0 + " --hook-bf16-speedup=1:" + rank1;
     fs::remove_all(kRoot / "agreed");
-    ASSERT_EQ(
-        run(mpirun(2) + MOELAB_TEST_HOOKS + hooks + " train " + (kRoot / "tiny.toml").string() +
-            " --out " + (kRoot / "agreed").string() + " " + sets + "--set train.precision=auto"),
-        0)
+    ASSERT_EQ(run(hooked_train(hooks, "agreed", sets + "--set train.precision=auto", 2)), 0)
         << last_log();
     EXPECT_EQ(read_json(kRoot / "agreed" / "run.json").at("precision"), agreed);
     const std::string explicit_run = std::string("agreed_") + agreed;
@@ -665,9 +672,8 @@ TEST_F(TrainerE2E, AsyncCheckpointsHoldWhatSyncOnesHold) {
       "--set checkpoint.interval=2 --set checkpoint.keep=10 --set parallel.ep=2 "
       "--set parallel.shard_optimizer=true";
   ASSERT_EQ(run(train("sync", sets, 2)), 0) << last_log();
-  ASSERT_EQ(run(mpirun(2) + MOELAB_TEST_HOOKS + " --hook-slow-checkpoint=1:1.5 train " +
-                (kRoot / "tiny.toml").string() + " --out " + (kRoot / "async").string() + " " +
-                sets + " --set checkpoint.async=true"),
+  ASSERT_EQ(run(hooked_train("--hook-slow-checkpoint=1:1.5", "async",
+                             sets + " --set checkpoint.async=true", 2)),
             0)
       << last_log();
   EXPECT_NE(last_log().find("written in the background"), std::string::npos) << last_log();
