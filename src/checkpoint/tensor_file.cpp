@@ -280,7 +280,7 @@ constexpr int64_t kConversionBlockElements = int64_t{1} << 23;
 struct TensorFileWriter::File {
   QuietHdf5Errors quiet;
   Hdf5Handle handle;
-  FileNames names;
+  FileNames names{};
   int fd = -1;
 };
 
